@@ -1,0 +1,1 @@
+"""zatile hw package."""

@@ -1,0 +1,142 @@
+"""The one configuration object shared by the RTL generator, the reference model and the driver.
+
+An :class:`EngineConfig` says which streaming vector lengths an implementation supports, which
+optional SME features it has, how wide its memory bus is and how many physical ZA contexts it
+holds. Every other part of zatile derives its parameters from one instance of it, so the RTL, the
+model and the kernel model can never disagree about what the engine is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "FEATURES",
+    "SVL_CHOICES",
+    "EngineConfig",
+]
+
+#: Every streaming vector length the architecture allows, in bits.
+SVL_CHOICES: tuple[int, ...] = (128, 256, 512, 1024, 2048)
+
+#: Optional SME features, named as in ID_AA64SMFR0_EL1 (sme-isa.md §3.1).
+FEATURES: tuple[str, ...] = ("I8I32", "I16I64", "F32F32", "F64F64", "F16F32", "B16F32")
+
+# ID_AA64SMFR0_EL1 field for each feature: (bit position, value when present).
+_SMFR0_FIELDS: dict[str, tuple[int, int]] = {
+    "I16I64": (52, 0xF),
+    "F64F64": (48, 0x1),
+    "I8I32": (36, 0xF),
+    "F16F32": (35, 0x1),
+    "B16F32": (34, 0x1),
+    "F32F32": (32, 0x1),
+}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Parameters of one zatile engine.
+
+    Parameters
+    ----------
+    max_svl : int
+        Largest supported streaming vector length in bits; sizes the ZA storage and Z/P files.
+    supported_svls : tuple of int, optional
+        Every SVL (bits) the implementation supports. Defaults to all powers of two from 128 up
+        to ``max_svl``. Must contain ``max_svl``.
+    features : frozenset of str
+        Optional features, a subset of :data:`FEATURES`. Defaults to all of them.
+    mem_data_width : int, optional
+        Memory data bus width in bits. Defaults to ``max_svl`` (one ZA slice per beat).
+    za_contexts : int
+        Number of physical ZA state contexts in the engine.
+
+    Raises
+    ------
+    ValueError
+        If any parameter is outside what the architecture or the RTL allows; the message quotes
+        the bad value.
+    """
+
+    max_svl: int = 512
+    supported_svls: tuple[int, ...] | None = None
+    features: frozenset[str] = field(default_factory=lambda: frozenset(FEATURES))
+    mem_data_width: int | None = None
+    za_contexts: int = 1
+
+    def __post_init__(self) -> None:
+        if self.max_svl not in SVL_CHOICES:
+            raise ValueError(
+                f"SVL must be a power of two between 128 and 2048 bits, not {self.max_svl!r}")
+        if self.supported_svls is None:
+            object.__setattr__(self, "supported_svls",
+                               tuple(s for s in SVL_CHOICES if s <= self.max_svl))
+        else:
+            svls = tuple(sorted(set(self.supported_svls)))
+            for svl in svls:
+                if svl not in SVL_CHOICES or svl > self.max_svl:
+                    raise ValueError(
+                        f"supported SVL {svl!r} is not a power of two between 128 and "
+                        f"max_svl={self.max_svl}")
+            if self.max_svl not in svls:
+                raise ValueError(
+                    f"supported_svls {svls!r} must include max_svl={self.max_svl}")
+            object.__setattr__(self, "supported_svls", svls)
+        features = frozenset(self.features)
+        unknown = sorted(features - set(FEATURES))
+        if unknown:
+            raise ValueError(f"unknown SME feature(s) {unknown!r}; known: {', '.join(FEATURES)}")
+        object.__setattr__(self, "features", features)
+        if self.mem_data_width is None:
+            object.__setattr__(self, "mem_data_width", self.max_svl)
+        width = self.mem_data_width
+        if not isinstance(width, int) or width < 64 or width > self.max_svl or width & (width - 1):
+            raise ValueError(
+                f"memory data width must be a power of two between 64 and max_svl="
+                f"{self.max_svl} bits, not {width!r}")
+        if not isinstance(self.za_contexts, int) or not 1 <= self.za_contexts <= 16:
+            raise ValueError(f"za_contexts must be between 1 and 16, not {self.za_contexts!r}")
+
+    @property
+    def min_svl(self) -> int:
+        """Smallest supported SVL in bits."""
+        return self.supported_svls[0]
+
+    def has(self, feature: str) -> bool:
+        """Whether ``feature`` (a name from :data:`FEATURES`, or ``None`` for base SME) is present."""
+        return feature is None or feature in self.features
+
+    def effective_svl(self, requested_bits: int) -> int:
+        """The SVL an SMCR_ELx.LEN request selects (sme-isa.md §1.1).
+
+        The largest supported length not above the request; the minimum supported length when
+        the request is below all of them.
+        """
+        fitting = [s for s in self.supported_svls if s <= requested_bits]
+        return fitting[-1] if fitting else self.min_svl
+
+    def effective_svl_for_len(self, smcr_len: int) -> int:
+        """The SVL selected by an SMCR_ELx.LEN field value (request = (LEN+1)*128 bits)."""
+        if not 0 <= smcr_len <= 15:
+            raise ValueError(f"SMCR.LEN is a 4-bit field, not {smcr_len!r}")
+        return self.effective_svl((smcr_len + 1) * 128)
+
+    @property
+    def id_aa64smfr0(self) -> int:
+        """ID_AA64SMFR0_EL1 as this engine reports it (FA64=0, SMEver=0: SME1 without FA64)."""
+        value = 0
+        for feature in self.features:
+            position, field_value = _SMFR0_FIELDS[feature]
+            value |= field_value << position
+        return value
+
+    def to_json_dict(self) -> dict:
+        """A JSON-serialisable description (written beside generated Verilog)."""
+        return {
+            "max_svl": self.max_svl,
+            "supported_svls": list(self.supported_svls),
+            "features": sorted(self.features),
+            "mem_data_width": self.mem_data_width,
+            "za_contexts": self.za_contexts,
+            "id_aa64smfr0_el1": f"0x{self.id_aa64smfr0:016x}",
+        }
