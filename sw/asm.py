@@ -1,0 +1,134 @@
+"""Assembler and disassembler for the zatile subset, derived entirely from :mod:`sw.isa`.
+
+Text follows binutils 2.40: the assembler accepts what ``aarch64-linux-gnu-as
+-march=armv9-a+sme+sme-f64+sme-i64`` accepts for the subset (including the ``mova``/``dup``
+spellings and ``msr svcrsm, #1``), and the disassembler prints exactly what
+``aarch64-linux-gnu-objdump -d`` prints.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sw.isa import FORMS, AsmError, Form, _literal_regex, decode, form_text, parse_operands
+
+__all__ = [
+    "AsmError",
+    "Instruction",
+    "assemble_line",
+    "assemble",
+    "parse_program",
+    "disassemble",
+    "objdump_lines",
+]
+
+_COMMENT = re.compile(r"(//|;|@).*$")
+
+
+def _forms_by_mnemonic() -> dict[str, list[Form]]:
+    table: dict[str, list[Form]] = {}
+    for form in FORMS:
+        for mnemonic in (form.mnemonic, *form.aliases):
+            table.setdefault(mnemonic, []).append(form)
+    return table
+
+
+_BY_MNEMONIC = _forms_by_mnemonic()
+_ALT_SPELLINGS: list[tuple[re.Pattern, Form]] = [
+    (re.compile(_literal_regex(text) + r"\s*$"), form)
+    for form in FORMS for text in form.alt_syntax
+]
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One assembled source line."""
+
+    line: int
+    text: str
+    word: int
+
+
+def assemble_line(text: str) -> int:
+    """Assemble one instruction.
+
+    Raises
+    ------
+    AsmError
+        If the text is not an instruction of the subset, or names an unallocated encoding.
+    """
+    source = _COMMENT.sub("", text).strip().lower()
+    if not source:
+        raise AsmError("empty line")
+    for pattern, form in _ALT_SPELLINGS:
+        if pattern.match(source):
+            return form.value
+    mnemonic, _, operands = source.partition(" ")
+    mnemonic = mnemonic.rstrip()
+    operands = operands.strip()
+    candidates = _BY_MNEMONIC.get(mnemonic)
+    if candidates is None:
+        raise AsmError(f"unknown mnemonic '{mnemonic}'")
+    problems = []
+    for form in candidates:
+        try:
+            values = parse_operands(form, operands)
+        except AsmError as problem:
+            problems.append(str(problem))
+            continue
+        if values is None:
+            continue
+        try:
+            word = form.encode(**values)
+        except ValueError as problem:
+            problems.append(str(problem))
+            continue
+        if decode(word) is None:
+            problems.append("unallocated encoding")
+            continue
+        return word
+    detail = f": {problems[0]}" if problems else ""
+    raise AsmError(f"invalid operands for '{mnemonic}'{detail}")
+
+
+def parse_program(source: str) -> list[Instruction]:
+    """Assemble a straight-line program (one instruction per line; blank lines and comments).
+
+    Raises
+    ------
+    AsmError
+        Naming the 1-based line number of the first bad line.
+    """
+    program = []
+    for number, line in enumerate(source.splitlines(), start=1):
+        text = _COMMENT.sub("", line).strip()
+        if not text:
+            continue
+        try:
+            program.append(Instruction(number, text, assemble_line(text)))
+        except AsmError as problem:
+            raise AsmError(f"line {number}: {problem}: '{text}'") from None
+    return program
+
+
+def assemble(source: str) -> list[int]:
+    """The instruction words of a program."""
+    return [instruction.word for instruction in parse_program(source)]
+
+
+def disassemble(word: int) -> str:
+    """objdump text (mnemonic, tab, operands) or ``.inst 0x… ; unsupported``.
+
+    Never raises for any 32-bit word.
+    """
+    decoded = decode(word & 0xFFFFFFFF)
+    if decoded is None:
+        return f".inst\t0x{word & 0xFFFFFFFF:08x} ; unsupported"
+    return form_text(decoded)
+
+
+def objdump_lines(words: list[int]) -> list[str]:
+    """Listing lines in objdump's ``   addr:\\tword \\ttext`` layout."""
+    return [f"{4 * index:4x}:\t{word:08x} \t{disassemble(word)}"
+            for index, word in enumerate(words)]
