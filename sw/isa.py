@@ -312,6 +312,20 @@ def _dupimm_parse(groups, esize: int) -> tuple[int, int]:
     raise AsmError(f"immediate {groups[0]} cannot be encoded for .{'bhsd'[esize.bit_length() - 1]}")
 
 
+def _split_mulvl_text(high: int, low: int) -> str:
+    value = high << 3 | low
+    value -= 512 if value >= 256 else 0
+    return f", #{value}, mul vl" if value else ""
+
+
+def _split_mulvl_parse(groups) -> tuple[int, int]:
+    value = 0 if groups[0] is None else _int(groups[0])
+    if not -256 <= value <= 255:
+        raise AsmError(f"offset must be between -256 and 255, not {value}")
+    value &= 0x1FF
+    return value >> 3, value & 7
+
+
 _REG = r"([a-z]+\d*)"
 _KINDS: dict[str, _Kind] = {
     "d": _single(r"(\d+)", str, _int),
@@ -328,6 +342,8 @@ _KINDS: dict[str, _Kind] = {
     "optpat": _single(r"(?:\s*,\s*([a-z0-9#]+))?", lambda v: "" if v == PATTERN_ALL
                       else f", {_pattern_text(v)}",
                       lambda t: PATTERN_ALL if t is None else _pattern_value(t)),
+    "mulvl9": _Kind(r"(?:\s*,\s*#(-?\d+)\s*,\s*mul\s+vl)?", _split_mulvl_text,
+                    _split_mulvl_parse),
     "cntpat": _Kind(r"(?:\s*,\s*([a-z0-9#]+)(?:\s*,\s*mul\s+#(\d+))?)?", _cntpat_text,
                     _cntpat_parse, 2),
 }
@@ -614,6 +630,16 @@ def _define_streaming_sve() -> None:
     fields = [F("imm", 10, 5, signed=True), rd]
     _add("RDVL", "rdvl", 0x04BF5000, _mask_of(fields), fields, "{rd:x}, #{imm:s}", "rdsvl",
          Requires.STREAMING, unit="svl_bytes")
+    # LDR/STR of a whole Z or P register (SVE fill/spill; the kernel model's context switch).
+    for register, base_bits, target in (("z", 0x4000, F("zt", 4, 0)), ("p", 0x0000, F("pt", 3, 0))):
+        for store in (0, 1):
+            fields = [F("imm9h", 21, 16), F("imm9l", 12, 10), F("rn", 9, 5), target]
+            mnemonic = "str" if store else "ldr"
+            _add(f"{mnemonic.upper()}_{register.upper()}", mnemonic,
+                 (0xE5800000 if store else 0x85800000) | base_bits, _mask_of(fields), fields,
+                 f"{register}{{{target.name}:d}}, [{{rn:xsp}}{{imm9h+imm9l:mulvl9}}]",
+                 "str_register" if store else "ldr_register", Requires.STREAMING,
+                 predicate=register == "p")
     # Contiguous LD1B/H/W/D (zero-extending) and ST1B/H/W/D, scalar+scalar and scalar+immediate.
     zt, pg, rn = F("zt", 4, 0), F("pg", 12, 10), F("rn", 9, 5)
     for msz in range(4):
