@@ -40,6 +40,9 @@ __all__ = [
     "OPS",
     "Decoded",
     "decode",
+    "ScalarRegister",
+    "scalar_sources",
+    "scalar_destination",
     "PATTERN_NAMES",
     "ZA_MASK_NAMES",
 ]
@@ -362,6 +365,7 @@ def _dupimm_kind(esize: int) -> _Kind:
                  lambda g: _dupimm_parse(g, esize), 2)
 
 
+_REGISTER_KINDS = ("x", "w", "xsp", "wsp", "w12")
 _PLACEHOLDER = re.compile(r"\{([a-z0-9_+]+):([a-z0-9]+)\}")
 
 
@@ -370,6 +374,8 @@ class _Syntax:
 
     def __init__(self, form: Form, kinds: Mapping[str, _Kind]):
         self.parts: list[tuple[tuple[str, ...], _Kind] | str] = []
+        #: (field, kind name) of every general-register operand, in template order.
+        self.registers: list[tuple[str, str]] = []
         regex, position = "", 0
         for match in _PLACEHOLDER.finditer(form.syntax):
             literal = form.syntax[position:match.start()]
@@ -377,6 +383,8 @@ class _Syntax:
             regex += _literal_regex(literal)
             names = tuple(match.group(1).split("+"))
             kind = kinds[match.group(2)]
+            if match.group(2) in _REGISTER_KINDS or match.group(2).startswith("rmxzr"):
+                self.registers.append((names[0], match.group(2)))
             self.parts.append((names, kind))
             regex += kind.regex
             position = match.end()
@@ -712,6 +720,61 @@ def decode(word: int) -> Decoded | None:
             if excluded and excluded(fields):
                 return None
             return Decoded(word, form, MappingProxyType(fields))
+    return None
+
+
+#: Ops whose first general-register operand is written rather than read.
+_WRITES_FIRST_REGISTER = ("mrs_svcr", "rdsvl", "cnt", "addsvl")
+
+
+@dataclass(frozen=True)
+class ScalarRegister:
+    """A general-purpose register operand of a decoded instruction.
+
+    Attributes
+    ----------
+    field : str
+        The field that names it (``rn``, ``rm``, ``rs``, ...).
+    number : int
+        Register number 0-31 (slice selectors are already offset: ``w12`` is 12).
+    is_sp : bool
+        Number 31 means the stack pointer here.
+    is_zero : bool
+        Number 31 means the zero register here.
+    width : int
+        64 for X operands, 32 for W operands.
+    """
+
+    field: str
+    number: int
+    is_sp: bool
+    is_zero: bool
+    width: int
+
+
+def _scalar_registers(decoded: Decoded) -> list[ScalarRegister]:
+    registers = []
+    for field_name, kind in _SYNTAX[decoded.form.name].registers:
+        number = decoded.fields[field_name] + (12 if kind == "w12" else 0)
+        registers.append(ScalarRegister(
+            field_name, number, is_sp=number == 31 and kind in ("xsp", "wsp"),
+            is_zero=number == 31 and kind not in ("xsp", "wsp", "w12"),
+            width=32 if kind in ("w", "wsp", "w12") else 64))
+    return registers
+
+
+def scalar_sources(decoded: Decoded) -> tuple[ScalarRegister, ...]:
+    """The general registers an instruction reads, in operand order (derived from the table)."""
+    registers = _scalar_registers(decoded)
+    if decoded.form.op in _WRITES_FIRST_REGISTER:
+        registers = registers[1:]
+    return tuple(registers)
+
+
+def scalar_destination(decoded: Decoded) -> ScalarRegister | None:
+    """The general register an instruction writes, if any."""
+    if decoded.form.op in _WRITES_FIRST_REGISTER:
+        return _scalar_registers(decoded)[0]
     return None
 
 
