@@ -12,6 +12,7 @@ TOOL_CANDIDATES: dict[str, tuple[str, ...]] = {
     "as": ("aarch64-linux-gnu-as",),
     "ld": ("aarch64-linux-gnu-ld",),
     "objdump": ("aarch64-linux-gnu-objdump",),
+    "objcopy": ("aarch64-linux-gnu-objcopy",),
     "qemu": ("qemu-aarch64", "qemu-aarch64-static"),
     "iverilog": ("iverilog",),
 }
@@ -21,6 +22,7 @@ TOOL_PACKAGES: dict[str, str] = {
     "as": "binutils-aarch64-linux-gnu",
     "ld": "binutils-aarch64-linux-gnu",
     "objdump": "binutils-aarch64-linux-gnu",
+    "objcopy": "binutils-aarch64-linux-gnu",
     "qemu": "qemu-user (10.x, from bookworm-backports)",
     "iverilog": "iverilog",
 }

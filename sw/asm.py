@@ -64,9 +64,8 @@ def assemble_line(text: str) -> int:
     for pattern, form in _ALT_SPELLINGS:
         if pattern.match(source):
             return form.value
-    mnemonic, _, operands = source.partition(" ")
-    mnemonic = mnemonic.rstrip()
-    operands = operands.strip()
+    mnemonic, *rest = source.split(None, 1)
+    operands = rest[0].strip() if rest else ""
     candidates = _BY_MNEMONIC.get(mnemonic)
     if candidates is None:
         raise AsmError(f"unknown mnemonic '{mnemonic}'")

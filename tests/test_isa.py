@@ -1,0 +1,116 @@
+"""The instruction table itself: structure, decode, and assembler/disassembler round trips."""
+
+import random
+
+import pytest
+
+from sw.asm import AsmError, assemble, assemble_line, disassemble, objdump_lines
+from sw.isa import FORMS, FORMS_BY_NAME, OPS, decode, scalar_destination, scalar_sources
+
+
+def random_instance(form, rng):
+    """A random valid word of ``form`` (fields uniformly random, exclusions re-drawn)."""
+    while True:
+        word = form.value
+        for field in form.fields:
+            word |= rng.getrandbits(field.width) << field.lo
+        if decode(word) is not None:
+            return word
+
+
+def test_no_word_matches_two_forms():
+    for index, first in enumerate(FORMS):
+        for second in FORMS[index + 1:]:
+            assert (first.value ^ second.value) & first.mask & second.mask, \
+                f"{first.name} and {second.name} overlap"
+
+
+def test_every_form_decodes_to_itself_and_round_trips():
+    rng = random.Random(1)
+    for form in FORMS:
+        for _ in range(20):
+            word = random_instance(form, rng)
+            assert decode(word).form is form
+            text = disassemble(word)
+            assert assemble_line(text) == word, (form.name, text)
+
+
+def test_form_count_and_ops_cover_the_subset():
+    assert len(FORMS) == len(FORMS_BY_NAME) == 160
+    for op in ("int_mopa", "fmopa_fp32", "fmopa_fp64", "fmopa_fp16_widening", "bfmopa",
+               "ld1_tile", "st1_tile", "ldr_za", "str_za", "mova_to_tile", "mova_to_vector",
+               "zero_za", "add_vector_to_tile", "msr_svcr_imm", "ptrue", "while", "cnt"):
+        assert op in OPS
+
+
+@pytest.mark.parametrize("text, word", [
+    # sme-isa.md worked examples (LLVM and binutils test suites)
+    ("smstart", 0xD503477F), ("smstop za", 0xD503447F), ("msr svcrsm, #1", 0xD503437F),
+    ("zero {za}", 0xC00800FF), ("zero {za0.h}", 0xC0080055), ("zero {}", 0xC0080000),
+    ("zero {za0.d, za1.d, za2.d, za4.d, za5.d, za7.d}", 0xC00800B7),
+    ("ld1w {za1h.s[w14, 1]}, p5/z, [x10, x21, lsl #2]", 0xE0955545),
+    ("ld1w {za3v.s[w15, 3]}, p7/z, [sp]", 0xE09FFFEF),
+    ("ld1q {za15v.q[w15, 0]}, p7/z, [x1, x2, lsl #4]", 0xE1C2FC2F),
+    ("st1w {za3h.s[w13, 3]}, p2, [x4, x5, lsl #2]", 0xE0A5288F),
+    ("ldr za[w15, 15], [sp, #15, mul vl]", 0xE10063EF),
+    ("str za[w13, 7], [x12, #7, mul vl]", 0xE1202187),
+    ("mova z21.h, p5/m, za1h.h[w14, 2]", 0xC0425555),
+    ("mova za15v.q[w12, 0], p1/m, z2.q", 0xC0C1844F),
+    ("fmops za3.s, p6/m, p7/m, z4.s, z1.s", 0x8081F893),
+    ("fmopa za5.d, p5/m, p2/m, z10.d, z21.d", 0x80D55545),
+    ("fmopa za1.s, p5/m, p2/m, z10.h, z21.h", 0x81B55541),
+    ("bfmops za0.s, p0/m, p1/m, z1.h, z4.h", 0x81842030),
+    ("usmopa za0.s, p0/m, p1/m, z1.b, z4.b", 0xA1842020),
+    ("umops za3.s, p6/m, p7/m, z4.b, z1.b", 0xA1A1F893),
+    ("usmops za7.d, p7/m, p7/m, z31.h, z31.h", 0xA1DFFFF7),
+    ("addva za0.d, p0/m, p0/m, z0.d", 0xC0D10000),
+    ("rdsvl x21, #-32", 0x04BF5C15), ("addsvl sp, sp, #31", 0x043F5BFF),
+    ("addspl x0, x0, #-32", 0x04605C00),
+    ("dup z4.s, #1, lsl #8", 0x25B8E024), ("MOV Z0.S, W1", 0x05A03820),
+])
+def test_known_encodings(text, word):
+    assert assemble_line(text) == word
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("ldr za[w12, 1], [x0, #2, mul vl]", "disagree"),
+    ("ld1w {za4h.s[w12, 0]}, p0/z, [x0]", "fit"),
+    ("ld1w {za0h.s[w11, 0]}, p0/z, [x0]", "fit"),
+    ("ld1b {z0.b}, p0/z, [x0, xzr]", "unallocated"),
+    ("fmopa za0.s, p8/m, p0/m, z0.s, z0.s", "fit"),
+    ("frobnicate x0", "unknown mnemonic"),
+    ("mov z6.b, #1, lsl #8", "invalid operands"),
+    ("mov z6.h, #257", "cannot be encoded"),
+])
+def test_bad_text_is_rejected_with_a_reason(text, problem):
+    with pytest.raises(AsmError, match=problem):
+        assemble_line(text)
+
+
+def test_program_errors_name_the_line():
+    with pytest.raises(AsmError, match=r"line 3: .*'bogus'"):
+        assemble("smstart\n// comment\nbogus\n")
+
+
+def test_every_32_bit_pattern_class_disassembles_without_raising():
+    rng = random.Random(7)
+    for _ in range(20000):
+        text = disassemble(rng.getrandbits(32))
+        assert text
+    assert disassemble(0x12345678) == ".inst\t0x12345678 ; unsupported"
+
+
+def test_objdump_listing_layout():
+    assert objdump_lines([0xD503477F, 0xE1000000]) == [
+        "   0:\td503477f \tsmstart", "   4:\te1000000 \tldr\tza[w12, 0], [x0]"]
+
+
+def test_scalar_operands_follow_the_templates():
+    decoded = decode(assemble_line("ld1w {za0h.s[w13, 0]}, p0/z, [sp, x3, lsl #2]"))
+    sources = scalar_sources(decoded)
+    assert [(r.field, r.number, r.is_sp, r.width) for r in sources] == [
+        ("rs", 13, False, 32), ("rn", 31, True, 64), ("rm", 3, False, 64)]
+    destination = scalar_destination(decode(assemble_line("addsvl sp, x3, #-2")))
+    assert destination.is_sp and destination.number == 31
+    assert scalar_destination(decode(assemble_line("cntb xzr"))).is_zero
+    assert scalar_destination(decode(assemble_line("msr svcr, x3"))) is None
