@@ -1,0 +1,1 @@
+"""Example SME programs shipped with zatile."""
