@@ -1,0 +1,53 @@
+"""The shared engine configuration."""
+
+import pytest
+
+from sw.config import FEATURES, EngineConfig
+
+
+def test_defaults_support_every_svl_up_to_the_maximum():
+    config = EngineConfig(max_svl=512)
+    assert config.supported_svls == (128, 256, 512)
+    assert config.mem_data_width == 512
+    assert config.features == frozenset(FEATURES)
+
+
+@pytest.mark.parametrize("kwargs, quoted", [
+    (dict(max_svl=384), "384"),
+    (dict(max_svl=4096), "4096"),
+    (dict(max_svl=512, supported_svls=(128, 256)), "must include max_svl"),
+    (dict(max_svl=256, supported_svls=(256, 512)), "512"),
+    (dict(features=frozenset({"F64F64", "F8F16"})), "F8F16"),
+    (dict(max_svl=256, mem_data_width=512), "512"),
+    (dict(mem_data_width=96), "96"),
+    (dict(za_contexts=0), "0"),
+])
+def test_invalid_combinations_are_rejected_quoting_the_value(kwargs, quoted):
+    with pytest.raises(ValueError, match=quoted):
+        EngineConfig(**kwargs)
+
+
+@pytest.mark.parametrize("supported, request_bits, effective", [
+    ((128, 256, 512), 384, 256),     # largest supported not above the request
+    ((128, 256, 512), 2048, 512),
+    ((512,), 256, 512),              # below the minimum: the minimum (sme-isa.md §1.1)
+    ((256, 1024), 512, 256),
+])
+def test_effective_svl_rule(supported, request_bits, effective):
+    config = EngineConfig(max_svl=max(supported), supported_svls=supported)
+    assert config.effective_svl(request_bits) == effective
+
+
+def test_smcr_len_selects_the_request():
+    config = EngineConfig(max_svl=2048)
+    assert config.effective_svl_for_len(0) == 128
+    assert config.effective_svl_for_len(2) == 256     # 384 requested
+    assert config.effective_svl_for_len(15) == 2048
+    with pytest.raises(ValueError, match="16"):
+        config.effective_svl_for_len(16)
+
+
+def test_id_register_matches_qemu_max_for_all_features():
+    # QEMU -cpu max reads 0x80F100FD00000000; it has FA64 (bit 63) and the engine does not.
+    assert EngineConfig().id_aa64smfr0 == 0x80F100FD00000000 & ~(1 << 63)
+    assert EngineConfig(features=frozenset({"I8I32"})).id_aa64smfr0 == 0xF << 36
