@@ -1,0 +1,312 @@
+"""Every known way QEMU differs from the reference model, as data, and how comparisons cope.
+
+:data:`DIVERGENCES` is the one list. Each :class:`Divergence` names where the fact is recorded
+(sme-isa.md), which QEMU versions show it, and how a model-versus-QEMU comparison handles it
+(:class:`Handling`):
+
+* ``MODELLED``: the comparison applies QEMU's behaviour to the model's result
+  (:func:`modelled_quirks`, e.g. :func:`qemu_vertical_ld1_za`), so a mismatch still means a bug;
+* ``AVOIDED``: generated programs and initial states keep clear of it;
+* ``NOT_COMPARED``: the affected state is left out of the comparison;
+* ``VERSION_GATED``: absent from the oracle QEMU (:data:`QEMU_ORACLE_VERSION`); an affected QEMU
+  must not be used to check the instructions involved.
+
+:func:`triggered` says which divergences one instruction can trigger from a given state (the
+state *before* it executes), so a campaign can count them and a comparison can treat them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable, Mapping
+
+import numpy as np
+
+from sim.model import Result, Status, active_elements, tile_elements
+from sim.state import ArchState
+from sw.isa import Decoded, Requires, decode
+
+__all__ = [
+    "QEMU_ORACLE_VERSION",
+    "Handling",
+    "Divergence",
+    "DIVERGENCES",
+    "DIVERGENCES_BY_ID",
+    "INT32_MOPA",
+    "VERTICAL_LD1_STALE_TAIL",
+    "NON_STREAMING_SVE",
+    "ZA_UNKNOWN_AFTER_DISABLE",
+    "PAGE_GRANULAR_MEMORY",
+    "FPCR_AFP_EBF16",
+    "Quirk",
+    "triggered",
+    "modelled_quirks",
+    "qemu_vertical_ld1_za",
+]
+
+Version = tuple[int, ...]
+
+#: The QEMU the comparisons use as the semantic oracle (sme-isa.md, "Update (QEMU 10.0.2)").
+QEMU_ORACLE_VERSION: Version = (10, 0, 2)
+
+#: First QEMU with SME (-cpu max); inferred from commit dates, UNVERIFIED (sme-isa.md §4.1).
+_FIRST_SME_QEMU: Version = (7, 1)
+
+
+class Handling(Enum):
+    """How a model-versus-QEMU comparison deals with a divergence."""
+
+    MODELLED = "modelled"
+    AVOIDED = "avoided"
+    NOT_COMPARED = "not_compared"
+    VERSION_GATED = "version_gated"
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """One known difference between QEMU and the Arm ARM (hence the model).
+
+    Attributes
+    ----------
+    id : str
+        Stable identifier (reports and campaign counters use it).
+    description : str
+        What QEMU does differently.
+    reference : str
+        Where it is recorded and verified.
+    affected : tuple of (first, fixed) version pairs
+        QEMU versions showing it: ``first <= v < fixed``; ``fixed`` None means not fixed in any
+        version known here.
+    handling : Handling
+    how : str
+        What the comparison does about it, concretely.
+    """
+
+    id: str
+    description: str
+    reference: str
+    affected: tuple[tuple[Version, Version | None], ...]
+    handling: Handling
+    how: str
+
+    def affects(self, qemu_version: Version) -> bool:
+        """Whether QEMU ``qemu_version`` (a tuple such as (10, 0, 2)) shows this divergence."""
+        version = tuple(qemu_version)
+        return any(first <= version and (fixed is None or version < fixed)
+                   for first, fixed in self.affected)
+
+    @property
+    def qemu_versions(self) -> str:
+        """The affected versions as text, e.g. ``7.1 <= QEMU < 8.2.3``."""
+        def text(version: Version) -> str:
+            return ".".join(map(str, version))
+        return "; ".join(f"{text(first)} <= QEMU" + (f" < {text(fixed)}" if fixed else
+                                                       " (no fixed release known)")
+                         for first, fixed in self.affected)
+
+
+INT32_MOPA = Divergence(
+    id="qemu-int32-mopa",
+    description=(
+        "32-bit integer outer products (SMOPA/SMOPS/UMOPA/UMOPS/SUMOPA/SUMOPS/USMOPA/USMOPS "
+        "into .S tiles) are computed wrongly: do_imopa works on 64-bit chunks, so ZA[2r][2c+1] "
+        "gets dot4(Zn element 2r+1, Zm element 2c+1) and odd rows are never written. The .D "
+        "forms, ADDHA and ADDVA are correct. Fixed upstream by 'target/arm: Fix 32-bit SMOPA' "
+        "(d572bcb2, gitlab #2083) in 9.0 and backported to 8.2.3; not in any 7.2.x; not present "
+        "in QEMU 10."),
+    reference="sme-isa.md §4.6 item 1, §2.10",
+    affected=((_FIRST_SME_QEMU, (8, 2, 3)),),
+    handling=Handling.VERSION_GATED,
+    how=("Absent from the oracle QEMU 10. Against an affected QEMU (e.g. Debian bookworm's "
+         "7.2.22) .S integer MOPA results must not be compared: leave int_mopa .S out of the "
+         "program or compare against the bug model of sme-isa.md §4.6."),
+)
+
+VERTICAL_LD1_STALE_TAIL = Divergence(
+    id="qemu-vertical-ld1-stale-tail",
+    description=(
+        "Vertical LD1B/H/W/D/Q into a tile slice does not zero the inactive elements after the "
+        "last active one: they keep their old ZA contents instead of becoming 0 (sme_ld1 zeroes "
+        "only up to the last active element). Horizontal loads and all-false predicates are "
+        "correct."),
+    reference="sme-isa.md §4.6 item 2, §2.3",
+    affected=((_FIRST_SME_QEMU, None),),
+    handling=Handling.MODELLED,
+    how=("Modelled: for an LD1 that executes, the comparison replaces the model's ZA with "
+         "qemu_vertical_ld1_za() (the trailing inactive elements restored from the state before "
+         "the load), so any remaining difference is a real one."),
+)
+
+NON_STREAMING_SVE = Divergence(
+    id="qemu-non-streaming-sve",
+    description=(
+        "QEMU -cpu max implements non-streaming SVE (and FEAT_SME_FA64), while the engine is an "
+        "SME-only implementation: the streaming-SVE subset of the table (PTRUE, PFALSE, WHILE, "
+        "DUP, CNTx, RDVL, SVE LDR/STR, contiguous LD1/ST1) executes in QEMU at PSTATE.SM=0, at "
+        "QEMU's non-streaming vector length, but is UNDEFINED in the model."),
+    reference="sme-isa.md §1.5 (SVE row), §4.2; sw.isa.Requires.STREAMING",
+    affected=((_FIRST_SME_QEMU, None),),
+    handling=Handling.AVOIDED,
+    how=("Avoided: sim.progen issues streaming-SVE instructions only while SM=1 "
+         "(streaming_sve_only_when_sm=True). If one occurs anyway the outcomes differ (model "
+         "UNDEF/SIGILL, QEMU ok) and the comparison reports it; it cannot be modelled because "
+         "the non-streaming vector length is not part of the engine."),
+)
+
+ZA_UNKNOWN_AFTER_DISABLE = Divergence(
+    id="za-unknown-after-disable",
+    description=(
+        "After PSTATE.ZA 1->0 (SMSTOP, SMSTOP ZA, MSR SVCR with bit 1 clear) the ZA contents "
+        "are architecturally UNKNOWN. The model leaves them as they were; QEMU keeps them too "
+        "(it zeroes only on 0->1), but neither is an architectural value, and ZA=0 makes them "
+        "unreadable."),
+    reference="sme-isa.md §1.4 (SetPSTATE_ZA)",
+    affected=((_FIRST_SME_QEMU, None),),
+    handling=Handling.NOT_COMPARED,
+    how=("Not compared: ZA is compared only when PSTATE.ZA=1 at the end of both runs "
+         "(RunOutcome.za_valid); a later 0->1 zeroes ZA in both, so nothing leaks."),
+)
+
+PAGE_GRANULAR_MEMORY = Divergence(
+    id="qemu-page-granular-memory",
+    description=(
+        "The QEMU harness maps memory in whole 4 KiB pages, so an access outside a region but "
+        "inside one of its pages succeeds in QEMU (reads zero or a neighbour's bytes) where the "
+        "model faults."),
+    reference="sim/qemu.py module notes",
+    affected=((_FIRST_SME_QEMU, None),),
+    handling=Handling.AVOIDED,
+    how="Avoided: regions of compared programs are page-aligned and a whole number of pages.",
+)
+
+FPCR_AFP_EBF16 = Divergence(
+    id="qemu-fpcr-afp-ebf16",
+    description=(
+        "QEMU 10 implements FEAT_AFP and FEAT_EBF16: FPCR.FIZ/AH/NEP [2:0] and FPCR.EBF [13] are "
+        "writable and change FMOPS negation of NaNs and BFMOPA rounding. The engine has neither "
+        "feature (the bits are RES0 and ignored by the model). QEMU also keeps only FPCR bits "
+        "0x07FF2007 and FPSR bits 0xF800009F."),
+    reference="sme-isa.md §2.7, §2.9, §4.1; sim/qemu.py module notes",
+    affected=(((8, 0), None),),
+    handling=Handling.AVOIDED,
+    how=("Avoided: initial FPCR values of compared programs set only RMode, FZ, FZ16 and DN; "
+         "no instruction of the subset writes FPCR."),
+)
+
+#: Every known divergence.
+DIVERGENCES: tuple[Divergence, ...] = (INT32_MOPA, VERTICAL_LD1_STALE_TAIL, NON_STREAMING_SVE,
+                                       ZA_UNKNOWN_AFTER_DISABLE, PAGE_GRANULAR_MEMORY,
+                                       FPCR_AFP_EBF16)
+DIVERGENCES_BY_ID: Mapping[str, Divergence] = {d.id: d for d in DIVERGENCES}
+
+
+# --------------------------------------------------------------------------- triggers
+def _sm_za_executes(state: ArchState) -> bool:
+    return state.sm and state.za_enabled
+
+
+def _vertical_ld1_has_stale_tail(decoded: Decoded, state: ArchState) -> bool:
+    """Some element active and the slice's last element inactive."""
+    active = active_elements(state.p[decoded["pg"]], decoded.form.params["esize"])
+    return bool(active.any()) and not bool(active[-1])
+
+
+def _disables_za(decoded: Decoded, state: ArchState) -> bool:
+    if not state.za_enabled:
+        return False
+    op, params = decoded.form.op, decoded.form.params
+    if op == "msr_svcr_imm":
+        return bool(params["set_za"]) and not params["start"]
+    if op == "msr_svcr":
+        register = decoded["rt"]
+        value = 0 if register == 31 else int(state.x[register])
+        return not value & 2
+    return False
+
+
+def triggered(decoded: Decoded | None, state: ArchState, *,
+              qemu_version: Version = QEMU_ORACLE_VERSION) -> list[str]:
+    """Ids of the divergences ``decoded`` can trigger when executed from ``state``.
+
+    ``state`` is the architectural state *before* the instruction. Divergences the given QEMU
+    version does not have are left out. SME is assumed enabled, as it is under linux-user.
+    """
+    if decoded is None:
+        return []
+    form = decoded.form
+    found = []
+    if form.requires is Requires.STREAMING and not state.sm:
+        found.append(NON_STREAMING_SVE)
+    elif form.requires is Requires.SM_ZA and _sm_za_executes(state):
+        if form.op == "ld1_tile" and form.params["vertical"] \
+                and _vertical_ld1_has_stale_tail(decoded, state):
+            found.append(VERTICAL_LD1_STALE_TAIL)
+        elif form.op == "int_mopa" and form.params["esize"] == 4:
+            found.append(INT32_MOPA)
+    elif form.requires is Requires.ACCESS and _disables_za(decoded, state):
+        found.append(ZA_UNKNOWN_AFTER_DISABLE)
+    return [d.id for d in found if d.affects(qemu_version)]
+
+
+# --------------------------------------------------------------------------- modelled quirks
+def qemu_vertical_ld1_za(decoded: Decoded, before: ArchState, after: ArchState) -> np.ndarray:
+    """ZA as QEMU leaves it after a vertical tile LD1 that the model executed.
+
+    Parameters
+    ----------
+    decoded : Decoded
+        A vertical ``ld1_tile`` form.
+    before, after : ArchState
+        The state before the load and the model's state after it (status OK).
+
+    Returns
+    -------
+    numpy.ndarray
+        A copy of ``after.za`` in which the inactive elements following the slice's last active
+        element hold their values from ``before.za``. With no active element it equals
+        ``after.za`` (QEMU zeroes the whole slice then, as the architecture does).
+    """
+    form = decoded.form
+    if form.op != "ld1_tile" or not form.params["vertical"]:
+        raise ValueError(f"{form.name} is not a vertical tile LD1")
+    esize = form.params["esize"]
+    za = after.za.copy()
+    active = active_elements(before.p[decoded["pg"]], esize)
+    indices = np.flatnonzero(active)
+    if indices.size == 0:
+        return za
+    dim = before.svl_bytes // esize
+    column = ((int(before.x[12 + decoded["rs"]]) & 0xFFFF_FFFF)
+              + decoded.fields.get("off", 0)) % dim
+    tile = decoded.fields.get("tile", 0)
+    stale = slice(int(indices[-1]) + 1, dim)
+    tile_elements(za, esize, tile)[stale, column] = \
+        tile_elements(before.za, esize, tile)[stale, column]
+    return za
+
+
+@dataclass(frozen=True)
+class Quirk:
+    """A modelled divergence: ``apply(word, before, after, result)`` turns the model's
+    ``after`` state into what QEMU produces (it does nothing unless ``result`` is OK)."""
+
+    id: str
+    apply: Callable[[int, ArchState, ArchState, Result], None]
+
+
+def _apply_vertical_ld1(word: int, before: ArchState, after: ArchState, result: Result) -> None:
+    if result.status is Status.OK:
+        after.za[...] = qemu_vertical_ld1_za(decode(word), before, after)
+
+
+_QUIRKS: dict[str, Quirk] = {
+    VERTICAL_LD1_STALE_TAIL.id: Quirk(VERTICAL_LD1_STALE_TAIL.id, _apply_vertical_ld1),
+}
+
+
+def modelled_quirks(word: int, state: ArchState, *,
+                    qemu_version: Version = QEMU_ORACLE_VERSION) -> list[Quirk]:
+    """The modelled divergences instruction ``word`` triggers from ``state`` (before it runs)."""
+    return [_QUIRKS[i] for i in triggered(decode(word), state, qemu_version=qemu_version)
+            if i in _QUIRKS]
