@@ -1,0 +1,265 @@
+"""Every Linux constant the kernel-side SME ABI model uses, by its Linux name.
+
+Values are those of sme-abi.md §1 (uapi ``sigcontext.h``, ``prctl.h``, ``elf.h``, ``ptrace.h``,
+``sve_context.h``, ``hwcap.h``) plus the generic arm64 syscall, signal and errno numbers the
+model needs. Nothing here is computed from the engine: the engine-dependent values (supported
+vector lengths, HWCAPs) live in :mod:`sw.abi.vectors` and :mod:`sw.abi.hwcaps`.
+"""
+
+from __future__ import annotations
+
+# ----------------------------------------------------------------- signal-frame magics (§1.1)
+FPSIMD_MAGIC = 0x46508001
+ESR_MAGIC = 0x45535201
+EXTRA_MAGIC = 0x45585401
+SVE_MAGIC = 0x53564501
+TPIDR2_MAGIC = 0x54504902
+ZA_MAGIC = 0x54366345
+ZT_MAGIC = 0x5A544E01
+FPMR_MAGIC = 0x46504D52
+POE_MAGIC = 0x504F4530
+GCS_MAGIC = 0x47435300
+SVE_SIG_FLAG_SM = 0x1
+
+#: ``round_up(sizeof(struct _aarch64_ctx), 16)``: the space a terminator record occupies.
+TERMINATOR_SIZE = 16
+#: ``round_up(sizeof(struct extra_context), 16)``.
+EXTRA_CONTEXT_SIZE = 32
+#: Largest signal frame the kernel builds or accepts (``SIGFRAME_MAXSZ``, 256 KiB).
+SIGFRAME_MAXSZ = 256 * 1024
+
+# ----------------------------------------------------------------------------- prctl (§1.2)
+PR_SVE_SET_VL = 50
+PR_SVE_GET_VL = 51
+PR_SME_SET_VL = 63
+PR_SME_GET_VL = 64
+PR_SME_VL_LEN_MASK = 0xFFFF
+PR_SME_VL_INHERIT = 1 << 17
+PR_SME_SET_VL_ONEXEC = 1 << 18
+# The kernel handles SME requests with the PR_SVE_* flag macros; the values are identical.
+PR_SVE_VL_LEN_MASK = PR_SME_VL_LEN_MASK
+PR_SVE_VL_INHERIT = PR_SME_VL_INHERIT
+PR_SVE_SET_VL_ONEXEC = PR_SME_SET_VL_ONEXEC
+
+# ------------------------------------------------------------- ELF notes and regsets (§1.3)
+NT_PRSTATUS = 1
+NT_PRFPREG = 2
+NT_PRPSINFO = 3
+NT_AUXV = 6
+NT_SIGINFO = 0x53494749
+NT_FILE = 0x46494C45
+NT_ARM_TLS = 0x401
+NT_ARM_SVE = 0x405
+NT_ARM_SSVE = 0x40B
+NT_ARM_ZA = 0x40C
+NT_ARM_ZT = 0x40D
+NT_ARM_FPMR = 0x40E
+NT_ARM_POE = 0x40F
+NT_ARM_GCS = 0x410
+
+# ------------------------------------------------------------ ptrace header flags (§1.4)
+SVE_PT_REGS_MASK = 1 << 0
+SVE_PT_REGS_FPSIMD = 0
+SVE_PT_REGS_SVE = SVE_PT_REGS_MASK
+SVE_PT_VL_INHERIT = PR_SVE_VL_INHERIT >> 16
+SVE_PT_VL_ONEXEC = PR_SVE_SET_VL_ONEXEC >> 16
+ZA_PT_VL_INHERIT = PR_SME_VL_INHERIT >> 16
+ZA_PT_VL_ONEXEC = PR_SME_SET_VL_ONEXEC >> 16
+
+# ----------------------------------------------------------- vector-length constants (§1.5)
+SVE_VQ_BYTES = 16
+SVE_VQ_MIN = 1
+SVE_VQ_MAX = 512
+SVE_VL_MIN = SVE_VQ_MIN * SVE_VQ_BYTES
+SVE_VL_MAX = SVE_VQ_MAX * SVE_VQ_BYTES
+SVE_NUM_ZREGS = 32
+SVE_NUM_PREGS = 16
+#: Kernel-internal clamp applied by prctl and ptrace before rounding (bytes).
+VL_ARCH_MAX = 0x100
+#: ``(SMCR_ELx_LEN_MASK >> shift) + 1``: sizes the NT_ARM_SSVE and NT_ARM_ZA regsets.
+SME_VQ_MAX = 16
+ARCH_SVE_VQ_MAX = 16
+
+# ------------------------------------------------------------------- HWCAP2 bits (§1.6)
+AT_HWCAP = 16
+AT_HWCAP2 = 26
+AT_MINSIGSTKSZ = 51
+AT_NULL = 0
+HWCAP2_SME = 1 << 23
+HWCAP2_SME_I16I64 = 1 << 24
+HWCAP2_SME_F64F64 = 1 << 25
+HWCAP2_SME_I8I32 = 1 << 26
+HWCAP2_SME_F16F32 = 1 << 27
+HWCAP2_SME_B16F32 = 1 << 28
+HWCAP2_SME_F32F32 = 1 << 29
+HWCAP2_SME_FA64 = 1 << 30
+HWCAP2_SME2 = 1 << 37
+HWCAP2_SME2P1 = 1 << 38
+HWCAP2_SME_I16I32 = 1 << 39
+HWCAP2_SME_BI32I32 = 1 << 40
+HWCAP2_SME_B16B16 = 1 << 41
+HWCAP2_SME_F16F16 = 1 << 42
+HWCAP2_FPMR = 1 << 48
+HWCAP2_SME_LUTV2 = 1 << 57
+HWCAP2_SME_F8F16 = 1 << 58
+HWCAP2_SME_F8F32 = 1 << 59
+HWCAP2_SME_SF8FMA = 1 << 60
+HWCAP2_SME_SF8DP4 = 1 << 61
+HWCAP2_SME_SF8DP2 = 1 << 62
+HWCAP2_POE = 1 << 63
+
+# ------------------------------------------------------- system registers and traps (§1.7)
+SVCR_SM_MASK = 1 << 0
+SVCR_ZA_MASK = 1 << 1
+ESR_ELX_EC_SHIFT = 26
+ESR_ELX_IL = 1 << 25
+ESR_ELX_EC_DABT_LOW = 0x24
+ESR_ELX_EC_SME = 0x1D
+ESR_ELX_WNR = 1 << 6
+#: Data-fault status code "translation fault, level 0" the model reports for unmapped addresses.
+ESR_ELX_FSC_FAULT_L0 = 0x04
+ESR_ELX_SME_ISS_SMTC_SME_DISABLED = 0
+ESR_ELX_SME_ISS_SMTC_ILL = 1
+ESR_ELX_SME_ISS_SMTC_SM_DISABLED = 2
+ESR_ELX_SME_ISS_SMTC_ZA_DISABLED = 3
+ESR_ELX_SME_ISS_SMTC_ZT_DISABLED = 4
+#: FPSR after ResetSVEState (hardware SMSTART/SMSTOP of SM) and after ``task_smstop_sm``.
+FPSR_AFTER_SMSTOP = 0x0800009F
+
+# ------------------------------------------------------------------- PSTATE (sigcontext)
+PSR_MODE_EL0T = 0x0
+PSR_MODE_MASK = 0xF
+PSR_MODE32_BIT = 0x10
+PSR_F_BIT = 0x40
+PSR_I_BIT = 0x80
+PSR_A_BIT = 0x100
+PSR_D_BIT = 0x200
+PSR_V_BIT = 1 << 28
+PSR_C_BIT = 1 << 29
+PSR_Z_BIT = 1 << 30
+PSR_N_BIT = 1 << 31
+#: Bits of a user PSTATE that ``valid_native_regs`` clears on sigreturn and ptrace.
+SPSR_EL1_AARCH64_RES0_BITS = ((0xFFFFFFFF << 32) | (0b11 << 26) | (0b11 << 22)
+                              | (0xFF << 13) | (1 << 5))
+
+# ----------------------------------------------------------------- arm64 syscall numbers
+NR_WRITE = 64
+NR_EXIT = 93
+NR_EXIT_GROUP = 94
+NR_NANOSLEEP = 101
+NR_PTRACE = 117
+NR_SCHED_YIELD = 124
+NR_KILL = 129
+NR_TKILL = 130
+NR_TGKILL = 131
+NR_RT_SIGACTION = 134
+NR_RT_SIGPROCMASK = 135
+NR_RT_SIGRETURN = 139
+NR_PRCTL = 167
+NR_GETPID = 172
+NR_GETTID = 178
+NR_CLONE = 220
+NR_EXECVE = 221
+
+# ------------------------------------------------------------------------------- errno
+EPERM = 1
+ENOENT = 2
+ESRCH = 3
+EIO = 5
+EFAULT = 14
+ENOMEM = 12
+EINVAL = 22
+ENOSYS = 38
+
+# ----------------------------------------------------------------------------- signals
+SIGHUP = 1
+SIGINT = 2
+SIGQUIT = 3
+SIGILL = 4
+SIGTRAP = 5
+SIGABRT = 6
+SIGBUS = 7
+SIGFPE = 8
+SIGKILL = 9
+SIGUSR1 = 10
+SIGSEGV = 11
+SIGUSR2 = 12
+SIGPIPE = 13
+SIGALRM = 14
+SIGTERM = 15
+SIGSTKFLT = 16
+SIGCHLD = 17
+SIGCONT = 18
+SIGSTOP = 19
+SIGTSTP = 20
+SIGTTIN = 21
+SIGTTOU = 22
+SIGURG = 23
+SIGXCPU = 24
+SIGXFSZ = 25
+SIGVTALRM = 26
+SIGPROF = 27
+SIGWINCH = 28
+SIGIO = 29
+SIGPWR = 30
+SIGSYS = 31
+#: Highest signal number (``_NSIG``); signals are 1.._NSIG.
+NSIG = 64
+
+SIG_DFL = 0
+SIG_IGN = 1
+SIG_BLOCK = 0
+SIG_UNBLOCK = 1
+SIG_SETMASK = 2
+
+SA_SIGINFO = 0x00000004
+SA_RESTORER = 0x04000000
+SA_ONSTACK = 0x08000000
+SA_RESTART = 0x10000000
+SA_NODEFER = 0x40000000
+SA_RESETHAND = 0x80000000
+
+SS_DISABLE = 2
+
+SI_USER = 0
+SI_KERNEL = 0x80
+SI_TKILL = -6
+ILL_ILLOPC = 1
+TRAP_BRKPT = 1
+SEGV_MAPERR = 1
+SEGV_ACCERR = 2
+
+# --------------------------------------------------------------------------- clone flags
+CSIGNAL = 0x000000FF
+CLONE_VM = 0x00000100
+CLONE_FS = 0x00000200
+CLONE_FILES = 0x00000400
+CLONE_SIGHAND = 0x00000800
+CLONE_VFORK = 0x00004000
+CLONE_PARENT = 0x00008000
+CLONE_THREAD = 0x00010000
+CLONE_SYSVSEM = 0x00040000
+CLONE_SETTLS = 0x00080000
+CLONE_PARENT_SETTID = 0x00100000
+CLONE_CHILD_CLEARTID = 0x00200000
+CLONE_CHILD_SETTID = 0x01000000
+
+# ------------------------------------------------------------------------- ptrace requests
+PTRACE_CONT = 7
+PTRACE_ATTACH = 16
+PTRACE_DETACH = 17
+PTRACE_GETREGSET = 0x4204
+PTRACE_SETREGSET = 0x4205
+
+# ------------------------------------------------------------------------ ELF core files
+ELFCLASS64 = 2
+ELFDATA2LSB = 1
+EV_CURRENT = 1
+ELFOSABI_NONE = 0
+ET_CORE = 4
+EM_AARCH64 = 183
+PT_LOAD = 1
+PT_NOTE = 4
+PF_X = 1
+PF_W = 2
+PF_R = 4
