@@ -42,7 +42,9 @@ __all__ = [
     "Quirk",
     "triggered",
     "modelled_quirks",
+    "qemu_vertical_ld1_written",
     "qemu_vertical_ld1_za",
+    "QEMU_PAGE_SIZE",
 ]
 
 Version = tuple[int, ...]
@@ -128,14 +130,16 @@ VERTICAL_LD1_STALE_TAIL = Divergence(
     description=(
         "Vertical LD1B/H/W/D/Q into a tile slice does not zero the inactive elements after the "
         "last active one: they keep their old ZA contents instead of becoming 0 (sme_ld1 zeroes "
-        "only up to the last active element). Horizontal loads and all-false predicates are "
-        "correct."),
-    reference="sme-isa.md §4.6 item 2, §2.3",
+        "only up to the last active element). When the access crosses a 4 KiB page, inactive "
+        "elements in the gaps around the page boundary can stay stale too, while trailing ones "
+        "up to the end of the last active element's 64-byte predicate chunk are zeroed. "
+        "Horizontal loads and all-false predicates are correct."),
+    reference="sme-isa.md §4.6 item 2, §2.3; QEMU target/arm/tcg/sme_helper.c sme_ld1",
     affected=((_FIRST_SME_QEMU, None),),
     handling=Handling.MODELLED,
     how=("Modelled: for an LD1 that executes, the comparison replaces the model's ZA with "
-         "qemu_vertical_ld1_za() (the trailing inactive elements restored from the state before "
-         "the load), so any remaining difference is a real one."),
+         "qemu_vertical_ld1_za() (the elements QEMU does not write, qemu_vertical_ld1_written(), "
+         "restored from the state before the load), so any remaining difference is a real one."),
 )
 
 NON_STREAMING_SVE = Divergence(
@@ -206,10 +210,12 @@ def _sm_za_executes(state: ArchState) -> bool:
     return state.sm and state.za_enabled
 
 
-def _vertical_ld1_has_stale_tail(decoded: Decoded, state: ArchState) -> bool:
-    """Some element active and the slice's last element inactive."""
-    active = active_elements(state.p[decoded["pg"]], decoded.form.params["esize"])
-    return bool(active.any()) and not bool(active[-1])
+def _vertical_ld1_has_stale_elements(decoded: Decoded, state: ArchState) -> bool:
+    written = qemu_vertical_ld1_written(_tile_ld1_address(decoded, state),
+                                        decoded.form.params["esize"],
+                                        active_elements(state.p[decoded["pg"]],
+                                                        decoded.form.params["esize"]))
+    return not bool(written.all())
 
 
 def _disables_za(decoded: Decoded, state: ArchState) -> bool:
@@ -240,7 +246,7 @@ def triggered(decoded: Decoded | None, state: ArchState, *,
         found.append(NON_STREAMING_SVE)
     elif form.requires is Requires.SM_ZA and _sm_za_executes(state):
         if form.op == "ld1_tile" and form.params["vertical"] \
-                and _vertical_ld1_has_stale_tail(decoded, state):
+                and _vertical_ld1_has_stale_elements(decoded, state):
             found.append(VERTICAL_LD1_STALE_TAIL)
         elif form.op == "int_mopa" and form.params["esize"] == 4:
             found.append(INT32_MOPA)
@@ -250,7 +256,63 @@ def triggered(decoded: Decoded | None, state: ArchState, *,
 
 
 # --------------------------------------------------------------------------- modelled quirks
-def qemu_vertical_ld1_za(decoded: Decoded, before: ArchState, after: ArchState) -> np.ndarray:
+#: Guest page size of qemu-aarch64 (linux-user) on a 4 KiB-page host.
+QEMU_PAGE_SIZE = 4096
+
+
+def _tile_ld1_address(decoded: Decoded, state: ArchState) -> int:
+    """Address of element 0 of a tile LD1: Xn|SP + Xm * esize (Rm=31 is XZR)."""
+    rn, rm = decoded["rn"], decoded["rm"]
+    base = state.sp if rn == 31 else int(state.x[rn])
+    index = 0 if rm == 31 else int(state.x[rm])
+    return (base + index * decoded.form.params["esize"]) & ((1 << 64) - 1)
+
+
+def qemu_vertical_ld1_written(address: int, esize: int, active: np.ndarray,
+                              page_size: int = QEMU_PAGE_SIZE) -> np.ndarray:
+    """bool[dim]: the slice elements QEMU's vertical LD1 writes (loads or zeroes).
+
+    The others keep their old ZA values. This follows ``sme_ld1`` in QEMU's
+    target/arm/tcg/sme_helper.c with ``sve_cont_ldst_elements`` (RAM path, linux-user):
+
+    * no active element: the whole slice is zeroed (correct);
+    * everything before the first active element is zeroed;
+    * all active elements on one page: elements first..last active are written, the ones
+      after the last active element are not;
+    * crossing a page boundary: on the first page, first active..last whole element; a
+      misaligned element straddling the boundary only if active; on the second page, from its
+      first active element up to the end of the 64-byte predicate chunk holding the last active
+      element. Inactive elements in the gaps keep their old values.
+    """
+    dim = active.size
+    written = np.zeros(dim, bool)
+    indices = np.flatnonzero(active)
+    if indices.size == 0:
+        written[:] = True
+        return written
+    first, last = int(indices[0]), int(indices[-1])
+    written[:first] = True
+    page_split = page_size - (address % page_size)
+    if (last + 1) * esize <= page_split:
+        written[first:last + 1] = True
+        return written
+    element_split = page_split // esize
+    written[first:element_split] = True            # last whole element of the first page
+    next_element = element_split
+    if page_split % esize:                         # an element straddles the boundary
+        if active[element_split]:
+            written[element_split] = True
+            if element_split == last:
+                return written
+        next_element = element_split + 1
+    first_second_page = int(indices[indices >= next_element][0])
+    end_byte = (last * esize // 64 + 1) * 64       # the inner loop runs to a 64-byte chunk end
+    written[first_second_page:min(end_byte // esize, dim)] = True
+    return written
+
+
+def qemu_vertical_ld1_za(decoded: Decoded, before: ArchState, after: ArchState,
+                         page_size: int = QEMU_PAGE_SIZE) -> np.ndarray:
     """ZA as QEMU leaves it after a vertical tile LD1 that the model executed.
 
     Parameters
@@ -259,13 +321,15 @@ def qemu_vertical_ld1_za(decoded: Decoded, before: ArchState, after: ArchState) 
         A vertical ``ld1_tile`` form.
     before, after : ArchState
         The state before the load and the model's state after it (status OK).
+    page_size : int
+        QEMU's guest page size.
 
     Returns
     -------
     numpy.ndarray
-        A copy of ``after.za`` in which the inactive elements following the slice's last active
-        element hold their values from ``before.za``. With no active element it equals
-        ``after.za`` (QEMU zeroes the whole slice then, as the architecture does).
+        A copy of ``after.za`` in which the slice elements QEMU does not write
+        (:func:`qemu_vertical_ld1_written`, e.g. the inactive ones after the last active
+        element) hold their values from ``before.za``.
     """
     form = decoded.form
     if form.op != "ld1_tile" or not form.params["vertical"]:
@@ -273,14 +337,14 @@ def qemu_vertical_ld1_za(decoded: Decoded, before: ArchState, after: ArchState) 
     esize = form.params["esize"]
     za = after.za.copy()
     active = active_elements(before.p[decoded["pg"]], esize)
-    indices = np.flatnonzero(active)
-    if indices.size == 0:
+    stale = ~qemu_vertical_ld1_written(_tile_ld1_address(decoded, before), esize, active,
+                                       page_size)
+    if not stale.any():
         return za
     dim = before.svl_bytes // esize
     column = ((int(before.x[12 + decoded["rs"]]) & 0xFFFF_FFFF)
               + decoded.fields.get("off", 0)) % dim
     tile = decoded.fields.get("tile", 0)
-    stale = slice(int(indices[-1]) + 1, dim)
     tile_elements(za, esize, tile)[stale, column] = \
         tile_elements(before.za, esize, tile)[stale, column]
     return za

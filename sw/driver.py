@@ -93,6 +93,10 @@ class Engine(ABC):
     def issue(self, word: int, operands: Sequence[int] = ()) -> Result:
         """Execute one instruction.
 
+        The operand values are used for this instruction only: a backend keeps no general
+        register state from one issue to the next, so nothing of one thread's registers can
+        reach another thread's instructions.
+
         Parameters
         ----------
         word : int

@@ -21,6 +21,10 @@ from sw.abi.program import Call, Executable, Mov, Ret, Syscall
 from sw.abi.sigframe import ContextRecord, frame_records
 from sw.config import EngineConfig
 
+__all__ = ["SVLS", "DATA_BASE", "new_kernel", "run_to_completion", "pattern", "load_za",
+           "store_za", "load_z_p", "store_z_p", "z_p_bytes", "set_vl", "install_handler",
+           "exit_", "FrameCapture", "validate_frame", "start"]
+
 #: SVLs (bits) of the default test engine.
 SVLS = (128, 256, 512)
 
@@ -161,20 +165,8 @@ def validate_frame(records: list[ContextRecord], frame: bytes, frame_address: in
     assert c.ZT_MAGIC not in counts
 
 
-def executable(main: list, handler: list | None = None, data: bytes = b"",
-               data_size: int = 0x40000, **functions) -> Executable:
-    bodies = {"main": main, **functions}
-    if handler is not None:
-        bodies["handler"] = handler
-    return Executable(bodies, data=data, data_size=data_size)
-
-
 def start(kernel: Kernel, program: Executable, path: str = "/bin/test"):
     """Install and spawn ``program``; returns its process."""
     kernel.install(path, program)
     return kernel.spawn(path)
 
-
-__all__ = ["SVLS", "DATA_BASE", "new_kernel", "run_to_completion", "pattern", "load_za",
-           "store_za", "load_z_p", "store_z_p", "z_p_bytes", "set_vl", "install_handler",
-           "exit_", "FrameCapture", "validate_frame", "executable", "start"]

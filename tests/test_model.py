@@ -477,7 +477,8 @@ def int_mopa_reference(before, esize, tile, zn, zm, pn, pm, zn_unsigned, zm_unsi
         for column in range(dim):
             total = za_get(za, esize, tile, row, column)
             for k in range(4):
-                if pbit(before.p[pn], (4 * row + k) * q) and pbit(before.p[pm], (4 * column + k) * q):
+                if pbit(before.p[pn], (4 * row + k) * q) \
+                        and pbit(before.p[pm], (4 * column + k) * q):
                     a = z_get(before.z, zn, q, 4 * row + k)
                     b = z_get(before.z, zm, q, 4 * column + k)
                     a = a if zn_unsigned else signed(a, 8 * q)
@@ -900,7 +901,8 @@ def test_dup_scalar_and_immediate():
                                ("dup z1.s, wsp", 4, 0xEEFF0011),
                                ("mov z1.d, sp", 8, 0xAABBCCDDEEFF0011),
                                ("mov z1.b, #-1", 1, 0xFF), ("mov z1.h, #-128", 2, 0xFF80),
-                               ("mov z1.s, #32512", 4, 0x7F00), ("mov z1.d, #-256", 8, MASK64 - 255),
+                               ("mov z1.s, #32512", 4, 0x7F00),
+                               ("mov z1.d, #-256", 8, MASK64 - 255),
                                ("mov z1.h, #127", 2, 127)):
         assert run(model, text).status is Status.OK, text
         assert all(z_get(state.z, 1, esize, e) == value for e in range(32 // esize)), text
@@ -1070,6 +1072,57 @@ def test_qemu_vertical_ld1_effect():
     assert np.array_equal(qemu_za[untouched], state.za[untouched])
     quirks[0].apply(word, before, state, result)
     assert np.array_equal(state.za, qemu_za)
+
+
+T, F = True, False
+
+
+@pytest.mark.parametrize("address, esize, active, expected", [
+    # all on one page: zeroed before the first active element, stale after the last
+    (0, 4, [0, 1, 0, 1, 0, 0], [T, T, T, T, F, F]),
+    (0, 4, [0, 0, 0, 0], [T, T, T, T]),                       # all false: all zeroed
+    (0, 4, [1, 1, 1, 1], [T, T, T, T]),
+    # crossing at an element boundary (16 bytes before the page end): the inactive elements
+    # on the second page before its first active one stay stale; after the last active one
+    # everything up to the end of its 64-byte predicate chunk is written
+    (4096 - 16, 4, [0, 1, 0, 0, 0, 0, 1] + [0] * 9, [T, T, T, T, F, F] + [T] * 10),
+    # an inactive element straddling the boundary stays stale
+    (4096 - 12, 8, [1, 0, 1, 0, 0, 0, 0, 0], [T, F, T, T, T, T, T, T]),
+    # the straddling element is the last active one: nothing after it is written
+    (4096 - 12, 8, [0, 1, 0, 0, 0, 0, 0, 0], [T, T, F, F, F, F, F, F]),
+    # bytes at SVL 2048: second page from element 100 to the end of its 64-byte chunk (128)
+    (4096 - 8, 1, [1 if e in (2, 100) else 0 for e in range(256)],
+     [e < 8 or 100 <= e < 128 for e in range(256)]),
+])
+def test_qemu_vertical_ld1_written(address, esize, active, expected):
+    written = divergences.qemu_vertical_ld1_written(address, esize, np.array(active, bool))
+    assert written.tolist() == expected
+
+
+def test_vertical_ld1_quirk_matches_qemu(qemu):
+    """Vertical loads across a page boundary with awkward predicates, against QEMU itself."""
+    from sim.backends import compare
+
+    rng = random.Random(5)
+    svl, svl_b = 512, 64
+    state = ArchState(svl=svl, svcr=3, za=np.frombuffer(rng.randbytes(svl_b * svl_b),
+                                                        np.uint8).reshape(svl_b, svl_b))
+    for number in range(8):
+        set_predicate(state, number, [rng.getrandbits(1) for _ in range(svl_b)])
+    state.memory = Memory({0x400000: np.frombuffer(rng.randbytes(0x2000), np.uint8)})
+    state.x[0:8] = [0x401000 - rng.randrange(1, svl_b + 1) for _ in range(8)]
+    state.x[12:16] = [0, 1, 2, 3]
+    lines = []
+    for index in range(16):
+        letter, suffix, lsl = rng.choice((("b", "b", ""), ("h", "h", ", lsl #1"),
+                                          ("w", "s", ", lsl #2"), ("d", "d", ", lsl #3"),
+                                          ("q", "q", ", lsl #4")))
+        lines.append(f"ld1{letter} {{za0v.{suffix}[w{12 + index % 4}, 0]}}, p{index % 8}/z, "
+                     f"[x{index % 8}, xzr{lsl}]")
+    comparison = compare("\n".join(lines) + "\n", state, ["model", "qemu"],
+                         EngineConfig(max_svl=svl))
+    assert comparison.agree, comparison.difference
+    assert comparison.outcomes["model"].divergences == ["qemu-vertical-ld1-stale-tail"]
 
 
 def test_backend_applies_modelled_quirks():

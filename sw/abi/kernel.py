@@ -33,11 +33,26 @@ mechanism, so it needs nothing from the engine beyond its architectural interfac
 holds because the engine is disabled whenever the current thread is not its holder, every
 restore overwrites all state the thread can reach (Z/P when SM=1, all ZA rows when ZA=1) and
 turns off what it cannot (an SM or ZA 0→1 transition by the thread zeroes the storage), the
-engine's scalar register file is cleared after every instruction, and the save areas are in
-kernel memory that EL0 engine accesses cannot reach (:class:`~sw.abi.mm.SystemBus`).
+engine keeps no general-register state between instructions (a contract of
+:meth:`~sw.driver.Engine.issue`), and the save areas are in kernel memory that EL0 engine
+accesses cannot reach (:class:`~sw.abi.mm.SystemBus`).
 
 V registers (FPSIMD) are CPU state held in ``FpState.vregs``; in streaming mode they are the
 low 128 bits of Z, held by the engine. Every PSTATE.SM change zeroes them.
+
+System calls
+------------
+Each system call is a method named after it, taking the calling thread and then the raw
+argument registers (pointers into the caller's memory), and returning what the raw system
+call returns (a negative errno on failure). Programs reach them through ``SVC`` with X8 = the
+arm64 number; calling a method from Python makes that thread enter the kernel at its current
+PC, as if it had executed ``SVC`` there (it becomes the current thread).
+
+Modelled subset: one CPU; no sigaltstack (frames always go on the thread's stack; sigreturn
+still validates ``uc_stack`` as ``do_sigaltstack`` would); PTRACE_ATTACH stops the tracee at
+once (no SIGSTOP/waitpid handshake), and only ATTACH, DETACH, GETREGSET and SETREGSET exist;
+clone() flags beyond VM/FS/FILES/SIGHAND/THREAD/SYSVSEM/SETTLS/exit signal are -EINVAL;
+kill() takes pid > 0 only (no process groups); no non-streaming SVE, SME2, FPMR, POE or GCS.
 """
 
 from __future__ import annotations

@@ -85,16 +85,9 @@ class KernelHeap:
                 merged.append((start, length))
         self._free = merged
 
-    def size_of(self, address: int) -> int:
-        """The size of the allocated block at ``address``."""
-        return self._allocated[address]
-
-    @property
-    def bytes_in_use(self) -> int:
-        return sum(self._allocated.values())
-
     @property
     def blocks_in_use(self) -> int:
+        """Allocations not yet freed (zero once every thread has exited: nothing leaked)."""
         return len(self._allocated)
 
 

@@ -61,6 +61,8 @@ class CpuContext:
 
 
 class ThreadState(Enum):
+    """Whether a thread still exists (stopping is ``Thread.tracer`` / ``Process.job_stopped``)."""
+
     RUNNABLE = "runnable"
     EXITED = "exited"
 
@@ -106,6 +108,7 @@ class Thread:
 
     @property
     def runnable(self) -> bool:
+        """Alive, not stopped by a tracer, not stopped by SIGSTOP."""
         return (self.state is ThreadState.RUNNABLE and self.tracer is None
                 and not self.process.job_stopped)
 
