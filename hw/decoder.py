@@ -1,0 +1,254 @@
+"""Instruction decoder of the ZA tile engine, generated from the one instruction table.
+
+Nothing here names an opcode. There is one match line per :data:`sw.isa.FORMS` entry,
+``word & mask == value``; the forms are disjoint, so every output is an AND-OR of match lines and
+per-form constants: the form's attributes (operation, PSTATE class, element sizes, flags taken
+from ``Form.params``, which issue slot carries each general-register operand) and its fields,
+extracted into a normalised record. A word that matches no form, that matches a form the
+architecture excludes (scalar+scalar contiguous loads/stores with ``Rm = XZR``), or whose
+feature is absent from the configuration decodes with ``undef`` set.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.wiring import In, Out
+
+from sw import isa
+from sw.config import EngineConfig
+
+from hw._common import check_config
+
+__all__ = [
+    "Op",
+    "Access",
+    "FieldsLayout",
+    "FlagsLayout",
+    "SlotsLayout",
+    "DecodedLayout",
+    "NO_SLOT",
+    "source_slots",
+    "Decoder",
+]
+
+
+def _derived_enum(name: str, members: list[str], shape: int) -> type:
+    """An Amaranth enum whose members are generated from the table, with an explicit shape."""
+    namespace = enum.EnumType.__prepare__(name, (enum.Enum,))
+    for value, member in enumerate(members):
+        namespace[member] = value
+    return enum.EnumType(name, (enum.Enum,), namespace, shape=shape)
+
+
+#: Semantic operation of an instruction: one member per ``sw.isa.OPS`` entry, upper-cased.
+Op = _derived_enum("Op", [op.upper() for op in isa.OPS],
+                   Shape.cast(range(len(isa.OPS))).width)
+
+#: PSTATE class an instruction needs (``sw.isa.Requires``), in the order the checks run.
+Access = _derived_enum("Access", [r.name for r in isa.Requires],
+                       Shape.cast(range(len(isa.Requires))).width)
+
+#: Slot value meaning "this register is not a source of the form".
+NO_SLOT = 3
+
+
+def _field_shapes() -> dict[str, Shape]:
+    """One normalised shape per field name used anywhere in the table.
+
+    The widest use wins; a name that is signed in one form and unsigned in another (``imm4``)
+    gets one extra bit so both extensions are exact.
+    """
+    uses: dict[str, list[isa.Field]] = {}
+    for form in isa.FORMS:
+        for field in form.fields:
+            uses.setdefault(field.name, []).append(field)
+    shapes = {}
+    for name, fields in uses.items():
+        width = max(f.width for f in fields)
+        signs = {f.signed for f in fields}
+        if signs == {True}:
+            shapes[name] = signed(width)
+        elif signs == {False}:
+            shapes[name] = unsigned(width)
+        else:
+            shapes[name] = signed(width + 1)
+    return shapes
+
+
+def _flag_params() -> list[str]:
+    """Boolean ``Form.params`` keys: each becomes a one-bit flag."""
+    values: dict[str, set] = {}
+    for form in isa.FORMS:
+        for key, value in form.params.items():
+            values.setdefault(key, set()).add(type(value))
+    flags = sorted(key for key, types in values.items() if types == {bool})
+    # The non-boolean parameters the decoder turns into fields; a new one must be taught here,
+    # never silently dropped.
+    known = {"esize", "msize", "unit"}
+    unknown = sorted(set(values) - set(flags) - known)
+    if unknown:
+        raise RuntimeError(f"hw.decoder does not know the form parameter(s) {unknown!r}")
+    return flags
+
+
+def source_slots(form: isa.Form) -> dict[str, int]:
+    """Issue slot (``src0``..``src2``) of each general-register source field of ``form``.
+
+    Derived from :func:`sw.isa.scalar_sources`, the order the host fills the slots in.
+    """
+    decoded = isa.Decoded(form.value, form, MappingProxyType(form.fields_of(form.value)))
+    slots = {register.field: slot for slot, register in enumerate(isa.scalar_sources(decoded))}
+    if len(slots) > NO_SLOT:
+        raise RuntimeError(f"{form.name} reads {len(slots)} general registers; the issue port has 3")
+    return slots
+
+
+def _slot_fields() -> list[str]:
+    names: dict[str, None] = {}
+    for form in isa.FORMS:
+        names.update(dict.fromkeys(source_slots(form)))
+    return list(names)
+
+
+_FIELD_SHAPES = _field_shapes()
+_FLAGS = _flag_params()
+_SLOT_FIELDS = _slot_fields()
+
+#: Every field of every form, by name (absent fields decode as 0).
+FieldsLayout = data.StructLayout(_FIELD_SHAPES)
+#: Boolean form parameters (``vertical``, ``subtract``, ``set_sm``, ...).
+FlagsLayout = data.StructLayout({name: 1 for name in _FLAGS})
+#: Issue slot of each general-register source field; :data:`NO_SLOT` when it is not a source.
+SlotsLayout = data.StructLayout({name: range(NO_SLOT + 1) for name in _SLOT_FIELDS})
+
+#: What the decoder says about one word.
+DecodedLayout = data.StructLayout({
+    "undef": 1,                           # UNDEF: unallocated, excluded, or feature absent
+    "form": range(len(isa.FORMS) + 1),    # index into sw.isa.FORMS; len(FORMS) when unallocated
+    "op": Op,
+    "access": Access,
+    "esize_log2": range(5),               # params["esize"]: element (tile) size, log2 bytes
+    "msize_log2": range(4),               # params["msize"]: memory element size, log2 bytes
+    "unit_pred": 1,                       # params["unit"] == "svl_pred_bytes" (ADDSPL)
+    "flags": FlagsLayout,
+    "slots": SlotsLayout,
+    "fields": FieldsLayout,
+})
+
+
+def _excluded(form: isa.Form, word) -> object | None:
+    """Condition under which a matching word is nevertheless unallocated (``sw.isa._EXCLUDED``)."""
+    if form.params.get("scalar_offset") is True:
+        rm = form.field_map["rm"]
+        return word[rm.lo:rm.hi + 1] == 31
+    return None
+
+
+class Decoder(wiring.Component):
+    """Combinational decoder of one instruction word.
+
+    Parameters
+    ----------
+    config : EngineConfig
+        Decides which feature-gated forms are present.
+
+    Attributes
+    ----------
+    word : Signal(32), in
+        The instruction word.
+    decoded : View(DecodedLayout), out
+        Form index, operation, PSTATE class, static parameters, source slots and fields.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`EngineConfig`.
+    """
+
+    def __init__(self, config: EngineConfig):
+        self._config = check_config(self, config)
+        super().__init__({"word": In(32), "decoded": Out(DecodedLayout)})
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._config
+
+    def form_present(self, form: isa.Form) -> bool:
+        """Whether ``form`` executes in this configuration (otherwise it is UNDEF)."""
+        return self._config.has(form.feature)
+
+    def elaborate(self, platform):
+        m = Module()
+        word, out = self.word, self.decoded
+        # The forms are disjoint (at most one matches), so every output is an AND-OR of
+        # per-form match lines and per-form constants: no priority logic, no processes.
+        matches = []
+        for index, form in enumerate(isa.FORMS):
+            match = Signal(name=f"match_{form.name.lower()}")
+            m.d.comb += match.eq((word & form.mask) == form.value)
+            matches.append(match)
+
+        def select(constants) -> object:
+            """OR over forms of match & constant (constants: one per form, ints)."""
+            terms = [match.replicate(max(value.bit_length(), 1)) & value
+                     for match, value in zip(matches, constants) if value]
+            return _or(terms)
+
+        forms = isa.FORMS
+        m.d.comb += [
+            out.form.eq(_or([match.replicate(8) & index for index, match in enumerate(matches)
+                             if index]) | Mux(Cat(*matches).any(), 0, len(forms))),
+            out.op.as_value().eq(select([Op[f.op.upper()].value for f in forms])),
+            out.access.as_value().eq(select([Access[f.requires.name].value for f in forms])),
+            out.esize_log2.eq(select([f.params.get("esize", 1).bit_length() - 1 for f in forms])),
+            out.msize_log2.eq(select([f.params.get("msize", 1).bit_length() - 1 for f in forms])),
+            out.unit_pred.eq(select([int(f.params.get("unit") == "svl_pred_bytes")
+                                     for f in forms])),
+        ]
+        for flag in _FLAGS:
+            m.d.comb += out.flags[flag].eq(select([int(bool(f.params.get(flag, False)))
+                                                   for f in forms]))
+        for name in _SLOT_FIELDS:
+            m.d.comb += out.slots[name].eq(select([source_slots(f).get(name, NO_SLOT)
+                                                   for f in forms]))
+        # Each field name sits at a few distinct places; extract from each, keep the one the
+        # matching form uses.
+        placements: dict[str, dict[tuple[int, int, bool], list[Signal]]] = {}
+        for form, match in zip(forms, matches):
+            for field in form.fields:
+                placements.setdefault(field.name, {}).setdefault(
+                    (field.lo, field.hi, field.signed), []).append(match)
+        for name, places in placements.items():
+            shape = _FIELD_SHAPES[name]
+            terms = []
+            for (lo, hi, is_signed), users in places.items():
+                bits = word[lo:hi + 1]
+                extended = Signal(shape, name=f"{name}_{lo}_{hi}")
+                used = Signal(name=f"{name}_{lo}_{hi}_used")
+                m.d.comb += [extended.eq(bits.as_signed() if is_signed else bits),
+                             used.eq(_or(users))]
+                terms.append(used.replicate(shape.width) & extended.as_unsigned())
+            m.d.comb += Value.cast(out.fields[name]).eq(_or(terms))
+        # UNDEF: no form, a form whose feature is absent, or an excluded word of a form.
+        undefined = [~Cat(*matches).any()]
+        for form, match in zip(forms, matches):
+            if not self.form_present(form):
+                undefined.append(match)
+            elif (excluded := _excluded(form, word)) is not None:
+                undefined.append(match & excluded)
+        m.d.comb += out.undef.eq(Cat(*undefined).any())
+        return m
+
+
+def _or(terms):
+    """Bitwise OR of a list of values (0 for an empty list), as a balanced tree."""
+    terms = list(terms)
+    if not terms:
+        return Const(0, 1)
+    while len(terms) > 1:
+        terms = [terms[i] | terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return terms[0]

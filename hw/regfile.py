@@ -1,0 +1,115 @@
+"""The streaming-SVE register file: Z0-Z31 (max_svl bits each), P0-P15 and FFR (max_svl/8 bits).
+
+Registers are flip-flops so that a PSTATE.SM change (``reset_sve``) clears all of them in one
+cycle. Byte ``e`` of a Z register is bits [8e+7:8e]; predicate bit ``b`` is bit ``b`` of a P
+register (bit ``b % 8`` of byte ``b // 8`` in ``sim.state``). Bits above the effective SVL are
+kept but not architectural.
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from sw.config import EngineConfig
+
+from hw._common import byte_mask, check_config, max_bytes, row_layout
+
+__all__ = ["ReadPortSignature", "WritePortSignature", "RegisterFile"]
+
+Z_REGISTERS = 32
+P_REGISTERS = 16
+
+
+def ReadPortSignature(addr_width: int, data_shape) -> wiring.Signature:
+    """A combinational read port, from the reader's side: ``addr`` out, ``data`` in."""
+    return wiring.Signature({"addr": Out(addr_width), "data": In(data_shape)})
+
+
+def WritePortSignature(addr_width: int, data_shape, enables: int) -> wiring.Signature:
+    """A write port, from the writer's side: ``en``, ``addr``, ``data`` and per-lane ``lanes``.
+
+    ``lanes`` holds one enable per byte (Z) or per bit (P) of ``data``.
+    """
+    return wiring.Signature({"en": Out(1), "addr": Out(addr_width), "data": Out(data_shape),
+                             "lanes": Out(enables)})
+
+
+class RegisterFile(wiring.Component):
+    """Z, P and FFR with two read ports each for Z and P, one write port each, and a debug port.
+
+    Parameters
+    ----------
+    config : EngineConfig
+        ``max_svl`` sizes the registers.
+
+    Attributes
+    ----------
+    z_read_a, z_read_b : In(ReadPortSignature(5, row)), combinational Z reads
+    p_read_a, p_read_b : In(ReadPortSignature(4, MAXB)), combinational P reads
+    z_write : In(WritePortSignature(5, row, MAXB)), byte-enabled Z write at the clock edge
+    p_write : In(WritePortSignature(4, MAXB, MAXB)), bit-enabled P write at the clock edge
+    reset_sve : Signal(1), in
+        Zero every Z, P and FFR bit at the clock edge (has priority over the write ports).
+    z_debug : In(ReadPortSignature(5, row)), p_debug : In(ReadPortSignature(4, MAXB))
+        Read ports for the debug backdoor.
+    ffr : Signal(MAXB), out
+        The first-fault register (only ever zeroed: the subset has no first-fault loads).
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`EngineConfig`.
+    """
+
+    def __init__(self, config: EngineConfig):
+        self._config = check_config(self, config)
+        maxb = max_bytes(config)
+        row = row_layout(config)
+        super().__init__({
+            "z_read_a": In(ReadPortSignature(5, row)),
+            "z_read_b": In(ReadPortSignature(5, row)),
+            "p_read_a": In(ReadPortSignature(4, maxb)),
+            "p_read_b": In(ReadPortSignature(4, maxb)),
+            "z_write": In(WritePortSignature(5, row, maxb)),
+            "p_write": In(WritePortSignature(4, maxb, maxb)),
+            "reset_sve": In(1),
+            "z_debug": In(ReadPortSignature(5, row)),
+            "p_debug": In(ReadPortSignature(4, maxb)),
+            "ffr": Out(maxb),
+        })
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        maxb = max_bytes(self._config)
+        z = Array(Signal(maxb * 8, name=f"z{n}") for n in range(Z_REGISTERS))
+        p = Array(Signal(maxb, name=f"p{n}") for n in range(P_REGISTERS))
+        ffr = Signal(maxb)
+        m.d.comb += self.ffr.eq(ffr)
+
+        for port in (self.z_read_a, self.z_read_b, self.z_debug):
+            m.d.comb += port.data.eq(z[port.addr])
+        for port in (self.p_read_a, self.p_read_b, self.p_debug):
+            m.d.comb += port.data.eq(p[port.addr])
+
+        z_mask = Signal(maxb * 8)
+        m.d.comb += z_mask.eq(byte_mask(self.z_write.lanes))
+        for index in range(Z_REGISTERS):
+            with m.If(self.reset_sve):
+                m.d.sync += z[index].eq(0)
+            with m.Elif(self.z_write.en & (self.z_write.addr == index)):
+                m.d.sync += z[index].eq((z[index] & ~z_mask) | (self.z_write.data.as_value() & z_mask))
+        for index in range(P_REGISTERS):
+            with m.If(self.reset_sve):
+                m.d.sync += p[index].eq(0)
+            with m.Elif(self.p_write.en & (self.p_write.addr == index)):
+                m.d.sync += p[index].eq((p[index] & ~self.p_write.lanes)
+                                        | (self.p_write.data & self.p_write.lanes))
+        with m.If(self.reset_sve):
+            m.d.sync += ffr.eq(0)
+        return m

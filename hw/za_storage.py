@@ -1,0 +1,291 @@
+"""ZA storage: MAXB rows of MAXB bytes, with tile-slice and whole-tile access for every element size.
+
+ZA is held in flip-flops: the outer-product arrays read and write a whole tile per cycle, and ZA
+0→1 and ZERO clear any set of rows in one cycle.
+
+Mapping (sme-isa.md §1.3): for element size E bytes, horizontal slice ``i`` of tile ``k`` is the
+row ``k + i*E``; element ``i`` of vertical slice ``j`` of tile ``k`` is bytes [j*E, j*E+E) of row
+``k + i*E``. The storage is SVL-agnostic: callers reduce slice indices modulo the effective
+dimension and mask element enables to the effective SVL (the tile rows and columns at a smaller
+SVL are a prefix of those at MAXB).
+
+Contexts: with ``config.za_contexts`` > 1 the storage holds that many independent ZA arrays; the
+``context`` input selects the one every port (and ``zero_all``) acts on. ``clear`` zeroes all of
+them (a change of the effective SVL).
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In
+
+from sw.config import EngineConfig
+
+from hw._common import byte_mask, check_config, max_bytes, row_layout
+from hw.regfile import ReadPortSignature
+
+__all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",
+           "TileReadSignature", "TileWriteSignature", "tile_row_groups", "ZaStorage"]
+
+#: log2 of every element size (B, H, S, D, Q).
+ELEMENT_SIZES = range(5)
+
+
+def SliceLayout(config: EngineConfig) -> data.StructLayout:
+    """Which slice: tile number, slice index, element size and direction."""
+    return data.StructLayout({"tile": 4, "index": range(max_bytes(config)),
+                              "esize_log2": range(5), "vertical": 1})
+
+
+def SliceReadSignature(config: EngineConfig) -> wiring.Signature:
+    """Combinational slice read, from the reader's side."""
+    return wiring.Signature({"slice": wiring.Out(SliceLayout(config)),
+                             "data": wiring.In(row_layout(config))})
+
+
+def SliceWriteSignature(config: EngineConfig) -> wiring.Signature:
+    """Slice write at the clock edge; ``elements`` bit ``i`` enables element ``i`` of the slice."""
+    return wiring.Signature({"en": wiring.Out(1), "slice": wiring.Out(SliceLayout(config)),
+                             "data": wiring.Out(row_layout(config)),
+                             "elements": wiring.Out(max_bytes(config))})
+
+
+def _tile_rows(config: EngineConfig) -> data.ArrayLayout:
+    return data.ArrayLayout(row_layout(config), max_bytes(config) // 4)
+
+
+def TileReadSignature(config: EngineConfig) -> wiring.Signature:
+    """Combinational read of a whole .S (``double`` = 0) or .D (``double`` = 1) tile.
+
+    ``rows[i]`` is tile row ``i`` (ZA row ``tile + i*E``); a .D tile fills the first MAXB/8 rows.
+    """
+    return wiring.Signature({"double": wiring.Out(1), "tile": wiring.Out(3),
+                             "rows": wiring.In(_tile_rows(config))})
+
+
+def TileWriteSignature(config: EngineConfig) -> wiring.Signature:
+    """Whole-tile write at the clock edge, with one enable per 32-bit lane of each tile row."""
+    lanes = max_bytes(config) // 4
+    return wiring.Signature({"en": wiring.Out(1), "double": wiring.Out(1),
+                             "tile": wiring.Out(3), "rows": wiring.Out(_tile_rows(config)),
+                             "lanes": wiring.Out(data.ArrayLayout(lanes, lanes))})
+
+
+def tile_row_groups(double, tile) -> Value:
+    """The ZA rows of a .S or .D tile as a mask over (row mod 8).
+
+    A .S tile ``k`` holds the rows congruent to ``k`` mod 4 (groups ``k`` and ``k + 4``); a .D
+    tile ``k`` the rows congruent to ``k`` mod 8. Hazard logic keys on these groups.
+    """
+    tile = Value.cast(tile)
+    return Mux(double, Const(1, 8) << tile[:3], Const(0b0001_0001, 8) << tile[:2])
+
+
+class ZaStorage(wiring.Component):
+    """The ZA array with slice, tile, zeroing and debug ports.
+
+    Parameters
+    ----------
+    config : EngineConfig
+        ``max_svl`` sizes the array (MAXB × MAXB bytes); ``za_contexts`` is the number of arrays.
+    tile_ports : int
+        Number of whole-tile read/write port pairs (one per outer-product array).
+
+    Attributes
+    ----------
+    slice_read : In(SliceReadSignature)
+        Horizontal or vertical slice of any element size, combinational.
+    slice_write : In(SliceWriteSignature)
+        Horizontal or vertical slice write with element-granular enables.
+    tile_read : In(TileReadSignature) array of ``tile_ports``
+    tile_write : In(TileWriteSignature) array of ``tile_ports``
+        Whole .S/.D tile access for the outer-product arrays. Writes through different ports in
+        one cycle must target different rows (the engine's hazard logic guarantees it).
+    zero_mask : Signal(8), in
+        Zero every row ``r`` whose bit ``r % 8`` is set (ZERO: one bit per ZAk.D tile).
+    zero_all : Signal(1), in
+        Zero every row of the selected context (PSTATE.ZA 0→1).
+    clear : Signal(1), in
+        Zero every row of every context.
+    context : Signal(range(za_contexts)), in
+        Only when ``config.za_contexts`` > 1: the ZA array the ports act on.
+    debug : In(ReadPortSignature(range(MAXB), row))
+        Whole-row read of the selected context for the debug backdoor.
+
+    Zeroing has priority over the tile writes, which have priority over the slice write.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`EngineConfig`.
+    ValueError
+        If ``tile_ports`` is not a positive integer.
+    """
+
+    def __init__(self, config: EngineConfig, tile_ports: int = 1):
+        self._config = check_config(self, config)
+        if not isinstance(tile_ports, int) or tile_ports < 1:
+            self._MustUse__silence = True
+            raise ValueError(f"tile_ports must be a positive integer, not {tile_ports!r}")
+        self._tile_ports = tile_ports
+        members = {
+            "slice_read": In(SliceReadSignature(config)),
+            "slice_write": In(SliceWriteSignature(config)),
+            "tile_read": In(TileReadSignature(config)).array(tile_ports),
+            "tile_write": In(TileWriteSignature(config)).array(tile_ports),
+            "zero_mask": In(8),
+            "zero_all": In(1),
+            "clear": In(1),
+            "debug": In(ReadPortSignature(range(max_bytes(config)), row_layout(config))),
+        }
+        if config.za_contexts > 1:
+            members["context"] = In(range(config.za_contexts))
+        super().__init__(members)
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._config
+
+    @property
+    def tile_ports(self) -> int:
+        return self._tile_ports
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        maxb = max_bytes(config)
+        row_bits = maxb * 8
+        contexts = config.za_contexts
+        # Row registers; their next values are decided per byte (below), from a row-level and a
+        # column-level condition, so the write logic (and a simulator's code) stays narrow.
+        banks = [[Signal(row_bits, name=f"ctx{b}_row{r}" if contexts > 1 else f"row{r}")
+                  for r in range(maxb)] for b in range(contexts)]
+        context = self.context if contexts > 1 else Const(0, 1)
+        if contexts > 1:
+            rows = []
+            for r in range(maxb):
+                selected = Signal(row_bits, name=f"row{r}")
+                m.d.comb += selected.eq(Array(bank[r] for bank in banks)[context])
+                rows.append(selected)
+        else:
+            rows = banks[0]
+        row_array = Array(rows)
+
+        m.d.comb += self.debug.data.eq(row_array[self.debug.addr])
+
+        # ---- slice read
+        read = self.slice_read.slice
+        horizontal_row = Signal(range(maxb))
+        with m.Switch(read.esize_log2):
+            for log2 in ELEMENT_SIZES:
+                with m.Case(log2):
+                    index_bits = (maxb >> log2).bit_length() - 1
+                    m.d.comb += horizontal_row.eq(
+                        Cat(read.tile[:log2], read.index[:index_bits]))
+        horizontal_data = Signal(row_bits)
+        m.d.comb += horizontal_data.eq(row_array[horizontal_row])
+        vertical_data = Signal(row_bits)
+        with m.Switch(read.esize_log2):
+            for log2 in ELEMENT_SIZES:
+                esize, count = 1 << log2, maxb >> log2
+                index_bits = count.bit_length() - 1
+                elements = []
+                for element in range(count):
+                    # Column `index` of each candidate row, then the row of tile `tile`.
+                    candidates = Array(
+                        rows[element * esize + t].word_select(read.index[:index_bits], 8 * esize)
+                        for t in range(esize))
+                    elements.append(candidates[read.tile[:log2]] if log2 else candidates[0])
+                with m.Case(log2):
+                    m.d.comb += vertical_data.eq(Cat(*elements))
+        m.d.comb += self.slice_read.data.eq(Mux(read.vertical, vertical_data, horizontal_data))
+
+        # ---- slice write: column-level conditions (one bit per byte of a row)
+        write = self.slice_write
+        wslice = write.slice
+        write_bytes = [Value.cast(write.data).word_select(c, 8) for c in range(maxb)]
+        horizontal_target = Signal(range(maxb))
+        horizontal_bytes = Signal(maxb)     # bytes of a horizontal slice that are written
+        column_bytes = Signal(maxb)         # bytes of each row in the vertical slice's column
+        with m.Switch(wslice.esize_log2):
+            for log2 in ELEMENT_SIZES:
+                count = maxb >> log2
+                index_bits = count.bit_length() - 1
+                with m.Case(log2):
+                    m.d.comb += [
+                        horizontal_target.eq(Cat(wslice.tile[:log2], wslice.index[:index_bits])),
+                        horizontal_bytes.eq(Cat(write.elements[byte >> log2]
+                                                for byte in range(maxb))),
+                        column_bytes.eq(Cat(wslice.index[:index_bits] == (byte >> log2)
+                                            for byte in range(maxb))),
+                    ]
+        size_is = [Signal(name=f"slice_size_is_{log2}") for log2 in ELEMENT_SIZES]
+        m.d.comb += [size_is[log2].eq(wslice.esize_log2 == log2) for log2 in ELEMENT_SIZES]
+
+        # ---- per row: which sources write it, then per byte: the value
+        for r in range(maxb):
+            zero = Signal(name=f"zero_row{r}")
+            m.d.comb += zero.eq(self.zero_all | self.zero_mask[r & 7])
+            horizontal = Signal(name=f"horizontal_row{r}")
+            m.d.comb += horizontal.eq(write.en & ~wslice.vertical & (horizontal_target == r))
+            # Vertical: row r holds element r >> log2 of the slice if its tile is the slice's.
+            vertical = Signal(name=f"vertical_row{r}")
+            m.d.comb += vertical.eq(write.en & wslice.vertical & _or(
+                size_is[log2] & write.elements[r >> log2]
+                & ((wslice.tile[:log2] == (r & ((1 << log2) - 1))) if log2 else Const(1))
+                for log2 in ELEMENT_SIZES))
+            vertical_data = Signal(row_bits, name=f"vertical_data{r}")
+            with m.Switch(wslice.esize_log2):
+                for log2 in ELEMENT_SIZES:
+                    first = (r >> log2) << log2        # byte 0 of the row's element
+                    with m.Case(log2):
+                        m.d.comb += vertical_data.eq(Cat(
+                            write_bytes[first + (c & ((1 << log2) - 1))] for c in range(maxb)))
+            # Tile ports: the port's row for ZA row r (tile row r>>2 of a .S tile, r>>3 of .D).
+            tile_hits, tile_data, tile_lanes = [], [], []
+            for k, port in enumerate(self.tile_write):
+                hit = Signal(name=f"tile{k}_row{r}")
+                m.d.comb += hit.eq(port.en & Mux(port.double, port.tile[:3] == (r & 7),
+                                                 port.tile[:2] == (r & 3)))
+                data_ = Signal(row_bits, name=f"tile{k}_data{r}")
+                lanes = Signal(maxb // 4, name=f"tile{k}_lanes{r}")
+                double_row = r >> 3 if r >> 3 < maxb // 8 else 0
+                m.d.comb += [data_.eq(Mux(port.double, port.rows[double_row], port.rows[r >> 2])),
+                             lanes.eq(Mux(port.double, port.lanes[double_row],
+                                          port.lanes[r >> 2]))]
+                tile_hits.append(hit)
+                tile_data.append(data_)
+                tile_lanes.append(lanes)
+            for b, bank in enumerate(banks):
+                row = bank[r]
+                values = []
+                for c in range(maxb):
+                    # Priority: zero (below), tile ports in order, then the slice write.
+                    value = Mux(vertical & column_bytes[c], vertical_data.word_select(c, 8),
+                                Mux(horizontal & horizontal_bytes[c], write_bytes[c],
+                                    row.word_select(c, 8)))
+                    for hit, data_, lanes in reversed(list(zip(tile_hits, tile_data, tile_lanes))):
+                        value = Mux(hit & lanes[c >> 2], data_.word_select(c, 8), value)
+                    values.append(value)
+                with m.If(self.clear | ((context == b) & zero)):
+                    m.d.sync += row.eq(0)
+                with m.Elif(context == b):
+                    m.d.sync += row.eq(Cat(*values))
+
+        # ---- tile reads
+        for port in self.tile_read:
+            for i in range(maxb // 4):
+                single = Array(rows[4 * i + t] for t in range(4))[port.tile[:2]]
+                double = Array(rows[8 * i + t] for t in range(8))[port.tile] \
+                    if i < maxb // 8 else Const(0, row_bits)
+                m.d.comb += port.rows[i].eq(Mux(port.double, double, single))
+        return m
+
+
+def _or(terms):
+    """OR of 1-bit values."""
+    result = Const(0)
+    for term in terms:
+        result = result | term
+    return result
