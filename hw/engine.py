@@ -1,0 +1,520 @@
+"""The ZA tile engine: real A64 SME instruction words in, architectural effects and results out.
+
+Ports
+-----
+``issue`` (stream in, :func:`IssueLayout`)
+    One instruction per transfer: the 32-bit ``word`` and ``src0..src2``, the values of the
+    general registers it reads, in :func:`sw.isa.scalar_sources` order (the host resolves XZR to
+    0, SP to its value, and W operands to their low 32 bits). The engine holds no general
+    registers.
+``result`` (stream out, :func:`ResultLayout`)
+    One per instruction, in issue order: ``status`` (OK, UNDEF, SME_TRAP, FAULT), ``smtc`` for
+    an SME trap, ``fault_address`` for a fault, ``scalar`` (the value of MRS SVCR, RDSVL, RDVL,
+    CNTx, ADDSVL, ADDSPL, for the host to write to the destination register), and
+    ``fpsr_reset`` (PSTATE.SM changed: the host sets FPSR to 0x0800009F, which the engine does
+    not hold).
+``mem_req`` / ``mem_resp`` (streams, :mod:`hw.lsu`)
+    The memory master: aligned beats of ``mem_data_width`` bits with byte enables; exactly one
+    response per request, in order; ``error`` aborts the instruction with FAULT.
+Control block (inputs, change only while ``idle``)
+    ``smcr_len`` (SMCR_ELx.LEN: the effective SVL is the largest supported length not above
+    (LEN+1)·128), ``sme_enable`` (0: every SME/SVE instruction traps with SMTC 0, as before the
+    kernel enables SME for a thread), ``fpcr`` (RMode, FZ, FZ16 are used), and ``za_context``
+    when the configuration has more than one ZA context. A change of the effective SVL zeroes
+    Z, P, FFR and every ZA context.
+Status outputs
+    ``svcr`` (PSTATE.SM, PSTATE.ZA), ``svl_bytes``, ``id_aa64smfr0`` (ID_AA64SMFR0_EL1 of the
+    configuration), ``idle`` (no instruction in the engine and no outer product in flight).
+``debug_addr`` / ``debug_data``
+    Read-only backdoor: ``debug_data`` shows the ZA row, Z, P or FFR register that
+    ``debug_addr`` selected one cycle earlier (meaningful while idle).
+``perf``
+    64-bit counters since reset: ``cycles``, ``busy_cycles`` (cycles not ``idle``),
+    ``retired`` (instructions that completed OK) split into ``retired_mopa`` (outer products,
+    ADDHA/ADDVA), ``retired_ldst`` (memory instructions) and ``retired_other``; ``traps``
+    (UNDEF, SME trap or fault); ``macs`` (multiply-accumulates of active element pairs).
+
+Execution
+---------
+Instructions are dispatched in order from a one-instruction dispatch stage ``d_``. A trap is
+decided there from the decoder and PSTATE and changes nothing. Single-cycle instructions
+(state control, predicate and scalar operations, MOVA, ZERO) complete in their dispatch cycle;
+memory instructions hold the dispatch stage until the load/store unit finishes; outer products
+and ADDHA/ADDVA are handed to their array and complete (result OK) in the cycle the array
+accepts them, one per cycle. The arrays capture Z and P operands at acceptance, so later
+instructions may overwrite them at once. ZA hazards are resolved by interlock on the ZA row
+groups (row mod 8) the arrays have in flight: an instruction that reads or writes ZA rows an
+outer product will still write waits for it, an outer product waits for the other array's
+overlapping operations, and SVCR writes wait for both arrays to drain.
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from sw.config import EngineConfig
+
+from hw._common import byte_mask, check_config, max_bytes
+from hw.decoder import NO_SLOT, Decoder, Op
+from hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
+from hw.int_mopa import IntOpKind, IntOuterProductArray
+from hw.library import ModuleLibrary
+from hw.lsu import MEMORY_OPS, LoadStoreUnit, MemRequestLayout, MemResponseLayout
+from hw.regfile import RegisterFile
+from hw.state_control import StateControl, Status
+from hw.sve_unit import StreamingSveUnit
+from hw.za_storage import ELEMENT_SIZES, ZaStorage, tile_row_groups
+
+__all__ = ["IssueLayout", "ResultLayout", "DebugAddressLayout", "DebugSpace", "PerfLayout",
+           "PERF_COUNTERS", "FP_OPS", "ZaTileEngine"]
+
+#: The issue payload.
+IssueLayout = data.StructLayout({"word": 32, "src0": 64, "src1": 64, "src2": 64})
+#: The result payload.
+ResultLayout = data.StructLayout({"status": Status, "smtc": 3, "scalar": 64,
+                                  "fault_address": 64, "fpsr_reset": 1})
+#: What ``debug_addr`` selects.
+DebugAddressLayout = data.StructLayout({"space": 2, "index": 8})
+
+
+class DebugSpace:
+    """``debug_addr.space`` values."""
+
+    ZA = 0
+    Z = 1
+    P = 2
+    FFR = 3
+
+
+#: Performance counters, in ``perf`` order.
+PERF_COUNTERS = ("cycles", "busy_cycles", "retired", "retired_mopa", "retired_ldst",
+                 "retired_other", "traps", "macs")
+PerfLayout = data.StructLayout({name: 64 for name in PERF_COUNTERS})
+
+#: Outer products of the floating-point array, with its operation kind.
+FP_OPS = {Op.FMOPA_FP32: FpOuterProductKind.FMOPA_S, Op.FMOPA_FP64: FpOuterProductKind.FMOPA_D,
+          Op.FMOPA_FP16_WIDENING: FpOuterProductKind.FMOPA_H_S,
+          Op.BFMOPA: FpOuterProductKind.BFMOPA}
+_INT_OPS = (Op.INT_MOPA, Op.ADD_VECTOR_TO_TILE)
+_SLICE_OPS = (Op.LD1_TILE, Op.ST1_TILE, Op.MOVA_TO_TILE, Op.MOVA_TO_VECTOR, Op.LDR_ZA,
+              Op.STR_ZA)
+_SVCR_WRITERS = (Op.MSR_SVCR_IMM, Op.MSR_SVCR)
+#: (source-element granule, sub-elements per tile element) of each outer product's predicates.
+_MAC_SHAPES = {
+    (Op.INT_MOPA, False): (4, 4), (Op.INT_MOPA, True): (8, 4),
+    (Op.FMOPA_FP32, False): (4, 1), (Op.FMOPA_FP64, True): (8, 1),
+    (Op.FMOPA_FP16_WIDENING, False): (4, 2), (Op.BFMOPA, False): (4, 2),
+}
+
+
+def _one_of(value, members) -> object:
+    return Cat(value == member for member in members).any()
+
+
+def _popcount(bits) -> object:
+    total = Const(0, 1)
+    for bit in bits:
+        total = total + bit
+    return total
+
+
+class ZaTileEngine(wiring.Component):
+    """The ZA tile engine (module documentation).
+
+    Parameters
+    ----------
+    config : EngineConfig
+        Every parameter of the engine: SVLs, features, memory width, ZA contexts.
+    library : ModuleLibrary, optional
+        When generating Verilog: the outer-product units become one module per kind
+        (:mod:`hw.library`).
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`EngineConfig`.
+    """
+
+    def __init__(self, config: EngineConfig, library: ModuleLibrary | None = None):
+        self._config = check_config(self, config)
+        self._library = library
+        maxb = max_bytes(config)
+        width = config.mem_data_width
+        members = {
+            "issue": In(stream.Signature(IssueLayout)),
+            "result": Out(stream.Signature(ResultLayout)),
+            "mem_req": Out(stream.Signature(MemRequestLayout(width))),
+            "mem_resp": In(stream.Signature(MemResponseLayout(width))),
+            "smcr_len": In(4),
+            "sme_enable": In(1),
+            "fpcr": In(32),
+            "svcr": Out(2),
+            "svl_bytes": Out(range(maxb + 1)),
+            "id_aa64smfr0": Out(64),
+            "idle": Out(1),
+            "debug_addr": In(DebugAddressLayout),
+            "debug_data": Out(maxb * 8),
+            "perf": Out(PerfLayout),
+        }
+        if config.za_contexts > 1:
+            members["za_context"] = In(range(config.za_contexts))
+        super().__init__(members)
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._config
+
+    @property
+    def has_fp(self) -> bool:
+        """Whether the configuration has a floating-point outer-product feature."""
+        return any(self._config.has(feature) for feature in KIND_FEATURES.values())
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        maxb = max_bytes(config)
+
+        m.submodules.decoder = decoder = Decoder(config)
+        m.submodules.state = state = StateControl(config)
+        m.submodules.registers = registers = RegisterFile(config)
+        m.submodules.za = za = ZaStorage(config, tile_ports=2 if self.has_fp else 1)
+        m.submodules.lsu = lsu = LoadStoreUnit(config)
+        m.submodules.sve = sve = StreamingSveUnit(config)
+        m.submodules.int_array = int_array = IntOuterProductArray(config)
+        fp_array = None
+        if self.has_fp:
+            m.submodules.fp_array = fp_array = FpOuterProductArray(config, self._library)
+
+        m.d.comb += [
+            self.id_aa64smfr0.eq(config.id_aa64smfr0),
+            state.smcr_len.eq(self.smcr_len),
+            state.sme_enable.eq(self.sme_enable),
+            self.svcr.eq(state.svcr),
+            self.svl_bytes.eq(state.svl_bytes),
+        ]
+        if config.za_contexts > 1:
+            m.d.comb += [state.context.eq(self.za_context), za.context.eq(self.za_context)]
+        svl_mask = state.svl_mask
+
+        # ---- d: the instruction being dispatched
+        d_valid = Signal()
+        d_word = Signal(32)
+        d_sources = Signal(data.ArrayLayout(64, 3))
+        d_done = Signal()
+        m.d.comb += self.issue.ready.eq(~d_valid | d_done)
+        with m.If(self.issue.valid & self.issue.ready):
+            m.d.sync += [d_valid.eq(1), d_word.eq(self.issue.payload.word),
+                         d_sources.eq(Cat(self.issue.payload.src0, self.issue.payload.src1,
+                                          self.issue.payload.src2))]
+        with m.Elif(d_done):
+            m.d.sync += d_valid.eq(0)
+
+        m.d.comb += [decoder.word.eq(d_word), state.decoded.eq(decoder.decoded)]
+        decoded = decoder.decoded
+        fields, flags, op = decoded.fields, decoded.flags, decoded.op
+        sources = Array([*(d_sources[k] for k in range(3)), Const(0, 64)])
+        assert NO_SLOT == 3, "slot 3 reads as zero"
+        operands = {}
+        for name in ("rn", "rm", "rs", "rv", "rt"):
+            operands[name] = Signal(64, name=f"d_{name}")
+            m.d.comb += operands[name].eq(sources[decoded.slots[name]])
+
+        def operand(field: str) -> Signal:
+            return operands[field]
+
+        legal = state.verdict.status == Status.OK
+        is_int = _one_of(op, _INT_OPS)
+        is_fp = _one_of(op, FP_OPS)
+        is_memory = _one_of(op, MEMORY_OPS)
+        is_slice = _one_of(op, _SLICE_OPS)
+        is_svcr_write = _one_of(op, _SVCR_WRITERS)
+
+        # ---- register reads
+        m.d.comb += [
+            registers.z_read_a.addr.eq(Mux(_one_of(op, (Op.STR_REGISTER, Op.ST1_CONTIGUOUS)),
+                                           fields.zt, fields.zn)),
+            registers.z_read_b.addr.eq(fields.zm),
+            registers.p_read_a.addr.eq(Mux(op == Op.STR_REGISTER, fields.pt,
+                                           Mux(is_int | is_fp, fields.pn, fields.pg))),
+            registers.p_read_b.addr.eq(fields.pm),
+        ]
+        governing = Signal(maxb)             # Pg, or Pn of an outer product, inside the SVL
+        column_predicate = Signal(maxb)      # Pm of an outer product, inside the SVL
+        m.d.comb += [governing.eq(registers.p_read_a.data & svl_mask),
+                     column_predicate.eq(registers.p_read_b.data & svl_mask)]
+
+        # ---- the addressed ZA slice (tile slice operations, LDR/STR ZA)
+        esize_log2 = decoded.esize_log2
+        selector = Mux(_one_of(op, (Op.LDR_ZA, Op.STR_ZA)), operand("rv"), operand("rs"))
+        dimension_log2 = Signal(range(16))
+        m.d.comb += dimension_log2.eq(state.svl_log2 - esize_log2)
+        slice_index = Signal(range(maxb))
+        m.d.comb += slice_index.eq((selector[:8] + fields.off)
+                                   & ((Const(1, 9) << dimension_log2) - 1))
+        for port in (za.slice_read, za.slice_write):
+            m.d.comb += [port.slice.tile.eq(fields.tile), port.slice.index.eq(slice_index),
+                         port.slice.esize_log2.eq(esize_log2),
+                         port.slice.vertical.eq(flags.vertical)]
+        # Elements of the slice inside the SVL, and those of them the predicate enables.
+        slice_in_svl = Signal(maxb)
+        slice_active = Signal(maxb)
+        with m.Switch(esize_log2):
+            for log2 in ELEMENT_SIZES:
+                with m.Case(log2):
+                    count = maxb >> log2
+                    m.d.comb += [
+                        slice_in_svl.eq(Cat(svl_mask[e << log2] for e in range(count))),
+                        slice_active.eq(Cat(governing[e << log2] for e in range(count))),
+                    ]
+        # Bytes of a vector whose element (of the instruction's size) is active.
+        active_bytes = Signal(maxb)
+        with m.Switch(esize_log2):
+            for log2 in ELEMENT_SIZES:
+                with m.Case(log2):
+                    m.d.comb += active_bytes.eq(
+                        Cat(governing[b & ~((1 << log2) - 1)] for b in range(maxb)))
+
+        # ZA row groups (row mod 8) the instruction reads or writes, for hazards.
+        za_groups = Signal(8)
+        horizontal_row = Cat(fields.tile[:4], Const(0, 4)) \
+            + (slice_index << esize_log2)
+        with m.If(op == Op.ZERO_ZA):
+            m.d.comb += za_groups.eq(fields.mask)
+        with m.Elif(is_slice & ~flags.vertical):
+            m.d.comb += za_groups.eq(Const(1, 8) << horizontal_row[:3])
+        with m.Elif(is_slice):
+            with m.Switch(esize_log2):
+                for log2, groups in ((0, 0xFF), (1, 0x55), (2, 0x11), (3, 0x01), (4, 0x01)):
+                    with m.Case(log2):
+                        tile_bits = min(log2, 3)
+                        m.d.comb += za_groups.eq(Const(groups, 8) << fields.tile[:tile_bits]
+                                                 if tile_bits else groups)
+
+        int_busy = int_array.busy
+        fp_busy = fp_array.busy if fp_array is not None else Const(0, 8)
+        za_busy = int_busy | fp_busy
+        double = esize_log2 == 3
+        tile_groups = tile_row_groups(double, fields.zada)
+
+        # ---- results
+        r_valid = Signal()
+        result_free = ~r_valid | self.result.ready
+        m.d.comb += self.result.valid.eq(r_valid)
+
+        # ---- when the instruction can complete
+        lsu_idle = ~lsu.busy & ~lsu.done
+        za_hazard = (za_groups & za_busy).any()
+        int_hazard = (tile_groups & fp_busy).any()
+        fp_hazard = (tile_groups & int_busy).any()
+        fp_ready = fp_array.op.ready if fp_array is not None else Const(0)
+        can_complete = Signal()
+        with m.If(~legal):
+            m.d.comb += can_complete.eq(1)
+        with m.Elif(is_int):
+            m.d.comb += can_complete.eq(~int_hazard)
+        with m.Elif(is_fp):
+            m.d.comb += can_complete.eq(~fp_hazard & fp_ready)
+        with m.Elif(is_memory):
+            m.d.comb += can_complete.eq(lsu.done)
+        with m.Elif(is_svcr_write):
+            m.d.comb += can_complete.eq(~za_busy.any())
+        with m.Else():
+            m.d.comb += can_complete.eq(~za_hazard)
+        m.d.comb += d_done.eq(d_valid & result_free & can_complete)
+        execute = d_done & legal
+        faulted = is_memory & lsu.fault
+
+        # ---- state control and whole-state zeroing
+        svl_changed = Signal()
+        previous_svl_log2 = Signal.like(state.svl_log2)
+        m.d.sync += previous_svl_log2.eq(state.svl_log2)
+        m.d.comb += [
+            svl_changed.eq(previous_svl_log2 != state.svl_log2),
+            state.operand.eq(operand("rt")),
+            state.execute.eq(execute & is_svcr_write),
+            registers.reset_sve.eq(state.reset_sve | svl_changed),
+            za.zero_all.eq(state.zero_za),
+            za.clear.eq(svl_changed),
+            za.zero_mask.eq(Mux(execute & (op == Op.ZERO_ZA), fields.mask, 0)),
+        ]
+
+        # ---- single-cycle units
+        m.d.comb += [
+            sve.decoded.eq(decoded),
+            sve.first.eq(operand("rn")),
+            sve.second.eq(operand("rm")),
+            sve.svl_log2.eq(state.svl_log2),
+            sve.svcr.eq(state.svcr),
+        ]
+
+        # ---- load/store unit
+        m.d.comb += [
+            lsu.decoded.eq(decoded),
+            lsu.base.eq(operand("rn")),
+            lsu.index.eq(operand("rm")),
+            lsu.svl_log2.eq(state.svl_log2),
+            lsu.svl_mask.eq(svl_mask),
+            lsu.predicate.eq(governing),
+            lsu.store_data.eq(Mux(_one_of(op, (Op.ST1_TILE, Op.STR_ZA)), za.slice_read.data,
+                                  Mux(op == Op.STR_REGISTER,
+                                      Mux(flags.predicate, registers.p_read_a.data,
+                                          registers.z_read_a.data),
+                                      registers.z_read_a.data))),
+            lsu.start.eq(d_valid & legal & is_memory & lsu_idle & ~za_hazard),
+            lsu.ack.eq(d_done & is_memory),
+            self.mem_req.valid.eq(lsu.mem_req.valid),
+            self.mem_req.payload.eq(lsu.mem_req.payload),
+            lsu.mem_req.ready.eq(self.mem_req.ready),
+            lsu.mem_resp.valid.eq(self.mem_resp.valid),
+            lsu.mem_resp.payload.eq(self.mem_resp.payload),
+            self.mem_resp.ready.eq(lsu.mem_resp.ready),
+        ]
+        loaded = execute & ~faulted
+
+        # ---- register writes
+        z_write, p_write = registers.z_write, registers.p_write
+        with m.Switch(op):
+            with m.Case(Op.MOVA_TO_VECTOR):
+                m.d.comb += [z_write.en.eq(execute), z_write.addr.eq(fields.zd),
+                             z_write.data.eq(za.slice_read.data),
+                             z_write.lanes.eq(active_bytes & svl_mask)]
+            with m.Case(Op.DUP_SCALAR, Op.DUP_IMM):
+                m.d.comb += [z_write.en.eq(execute), z_write.addr.eq(fields.zd),
+                             z_write.data.eq(sve.vector), z_write.lanes.eq(svl_mask)]
+            with m.Case(Op.LD1_CONTIGUOUS):
+                m.d.comb += [z_write.en.eq(loaded), z_write.addr.eq(fields.zt),
+                             z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask)]
+            with m.Case(Op.LDR_REGISTER):
+                m.d.comb += [z_write.en.eq(loaded & ~flags.predicate), z_write.addr.eq(fields.zt),
+                             z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask),
+                             p_write.en.eq(loaded & flags.predicate), p_write.addr.eq(fields.pt),
+                             p_write.data.eq(lsu.load_data.as_value()[:maxb]),
+                             p_write.lanes.eq(svl_mask)]
+            with m.Case(Op.PTRUE, Op.PFALSE, Op.WHILE):
+                m.d.comb += [p_write.en.eq(execute), p_write.addr.eq(fields.pd),
+                             p_write.data.eq(sve.predicate), p_write.lanes.eq(svl_mask)]
+
+        # ---- ZA slice writes
+        slice_write = za.slice_write
+        with m.Switch(op):
+            with m.Case(Op.MOVA_TO_TILE):
+                m.d.comb += [slice_write.en.eq(execute),
+                             slice_write.data.eq(registers.z_read_a.data),
+                             slice_write.elements.eq(slice_active & slice_in_svl)]
+            with m.Case(Op.LD1_TILE, Op.LDR_ZA):
+                m.d.comb += [slice_write.en.eq(loaded), slice_write.data.eq(lsu.load_data),
+                             slice_write.elements.eq(slice_in_svl)]
+
+        # ---- outer-product arrays
+        zn, zm = registers.z_read_a.data, registers.z_read_b.data
+        m.d.comb += [
+            int_array.op.valid.eq(d_valid & legal & is_int & ~int_hazard & result_free),
+            int_array.op.payload.kind.as_value().eq(
+                Mux(op == Op.INT_MOPA, IntOpKind.MOPA.value,
+                    Mux(flags.vertical, IntOpKind.ADDVA.value, IntOpKind.ADDHA.value))),
+            int_array.op.payload.double.eq(double),
+            int_array.op.payload.tile.eq(fields.zada),
+            int_array.op.payload.zn_unsigned.eq(flags.zn_unsigned),
+            int_array.op.payload.zm_unsigned.eq(flags.zm_unsigned),
+            int_array.op.payload.subtract.eq(flags.subtract),
+            int_array.op.payload.zn.eq(zn),
+            int_array.op.payload.zm.eq(zm),
+            int_array.op.payload.pn.eq(governing),
+            int_array.op.payload.pm.eq(column_predicate),
+        ]
+        wiring.connect(m, int_array.acc, za.tile_read[0])
+        wiring.connect(m, int_array.write, za.tile_write[0])
+        if fp_array is not None:
+            kind = Signal(FpOuterProductKind)
+            with m.Switch(op):
+                for fp_op, fp_kind in FP_OPS.items():
+                    with m.Case(fp_op):
+                        m.d.comb += kind.eq(fp_kind)
+            payload = fp_array.op.payload
+            m.d.comb += [
+                fp_array.op.valid.eq(d_valid & legal & is_fp & ~fp_hazard & result_free),
+                payload.kind.eq(kind),
+                payload.subtract.eq(flags.subtract),
+                payload.tile.eq(fields.zada),
+                payload.zn.eq(zn),
+                payload.zm.eq(zm),
+                payload.pn.eq(governing),
+                payload.pm.eq(column_predicate),
+                payload.fpcr.rmode.eq(self.fpcr[22:24]),
+                payload.fpcr.fz.eq(self.fpcr[24]),
+                payload.fpcr.fz16.eq(self.fpcr[19]),
+                za.tile_read[1].double.eq(fp_array.acc.double),
+                za.tile_read[1].tile.eq(fp_array.acc.tile),
+                fp_array.acc.rows.eq(za.tile_read[1].rows),
+                za.tile_write[1].en.eq(fp_array.result.valid),
+                za.tile_write[1].double.eq(fp_array.result.payload.double),
+                za.tile_write[1].tile.eq(fp_array.result.payload.tile),
+                za.tile_write[1].rows.eq(fp_array.result.payload.rows),
+                za.tile_write[1].lanes.eq(fp_array.result.payload.lanes),
+                fp_array.result.ready.eq(1),
+            ]
+
+        # ---- the result of the instruction
+        r_payload = self.result.payload
+        with m.If(d_done):
+            m.d.sync += [
+                r_valid.eq(1),
+                r_payload.status.as_value().eq(Mux(legal & faulted, Status.FAULT.value,
+                                                   state.verdict.status.as_value())),
+                r_payload.smtc.eq(state.verdict.smtc),
+                r_payload.scalar.eq(sve.scalar),
+                r_payload.fault_address.eq(Mux(faulted, lsu.fault_address, 0)),
+                r_payload.fpsr_reset.eq(state.reset_sve),
+            ]
+        with m.Elif(self.result.ready):
+            m.d.sync += r_valid.eq(0)
+
+        # ---- idle, debug, performance counters
+        m.d.comb += self.idle.eq(~d_valid & ~za_busy.any())
+        debug = self.debug_addr
+        m.d.comb += [za.debug.addr.eq(debug.index), registers.z_debug.addr.eq(debug.index),
+                     registers.p_debug.addr.eq(debug.index)]
+        with m.Switch(debug.space):
+            with m.Case(DebugSpace.ZA):
+                m.d.sync += self.debug_data.eq(za.debug.data)
+            with m.Case(DebugSpace.Z):
+                m.d.sync += self.debug_data.eq(registers.z_debug.data)
+            with m.Case(DebugSpace.P):
+                m.d.sync += self.debug_data.eq(registers.p_debug.data)
+            with m.Case(DebugSpace.FFR):
+                m.d.sync += self.debug_data.eq(registers.ffr)
+
+        perf = self.perf
+        retired = execute & ~faulted
+        m.d.sync += [
+            perf.cycles.eq(perf.cycles + 1),
+            perf.busy_cycles.eq(perf.busy_cycles + ~self.idle),
+            perf.retired.eq(perf.retired + retired),
+            perf.retired_mopa.eq(perf.retired_mopa + (retired & (is_int | is_fp))),
+            perf.retired_ldst.eq(perf.retired_ldst + (retired & is_memory)),
+            perf.retired_other.eq(perf.retired_other + (retired & ~is_int & ~is_fp & ~is_memory)),
+            perf.traps.eq(perf.traps + (d_done & ~retired)),
+            perf.macs.eq(perf.macs + Mux(retired, self._mac_count(m, op, double, governing,
+                                                                  column_predicate), 0)),
+        ]
+        return m
+
+    def _mac_count(self, m, op, double, row_predicate, column_predicate):
+        """Multiply-accumulates of an outer product: Σ_k active rows_k × active columns_k."""
+        maxb = max_bytes(self._config)
+        count = Signal(range((maxb * maxb) // 4 + 1))
+        with m.Switch(Cat(double, op)):
+            for (mac_op, is_double), (granule, ways) in _MAC_SHAPES.items():
+                with m.Case(int(is_double) | mac_op.value << 1):
+                    step = granule // ways
+                    total = 0
+                    for k in range(ways):
+                        rows = _popcount(row_predicate[granule * e + k * step]
+                                         for e in range(maxb // granule))
+                        columns = _popcount(column_predicate[granule * e + k * step]
+                                            for e in range(maxb // granule))
+                        total = total + rows * columns
+                    m.d.comb += count.eq(total)
+        return count

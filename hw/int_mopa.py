@@ -1,0 +1,204 @@
+"""The integer outer-product array: SMOPA/UMOPA/SUMOPA/USMOPA (and MOPS), ADDHA and ADDVA.
+
+One operation updates a whole .S or .D tile (sme-isa.md §2.10, §2.11):
+
+* 4-way outer products, 8-bit → 32-bit (I8I32) and 16-bit → 64-bit (I16I64): element ``(r, c)``
+  gains ``Σ_k Zn[4r+k]·Zm[4c+k]`` over the sub-elements ``k`` active in both predicates (minus it
+  for MOPS), wrapping modulo 2^32 or 2^64;
+* ADDHA/ADDVA: element ``(r, c)`` gains ``Zn[c]`` (ADDHA) or ``Zn[r]`` (ADDVA) when row ``r`` and
+  column ``c`` are both active; other elements are unchanged.
+
+Pipeline (one operation per cycle, never stalls)::
+
+    x_  operands registered at acceptance
+    m_  every element's addend (dot product of four, or the broadcast Zn element) and its enable
+    w   read the tile, add, write it back in the same cycle (``acc`` + ``write``)
+
+The accumulator is read in the write-back stage, so operations on one tile simply follow each
+other: back-to-back outer products into the same tile run at one per cycle with no forwarding.
+``busy`` names the ZA row groups (row mod 8) of the operations in flight, for the engine's hazard
+logic; the tile is written ``latency`` cycles after acceptance.
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from sw.config import EngineConfig
+
+from hw._common import check_config, max_bytes, row_layout
+from hw.za_storage import TileReadSignature, TileWriteSignature, tile_row_groups
+
+__all__ = ["IntOpKind", "IntOpLayout", "IntOuterProductArray"]
+
+
+class IntOpKind(enum.Enum, shape=2):
+    """What an integer-array operation adds to each element."""
+
+    MOPA = 0     # 4-way dot product of Zn and Zm sub-elements (MOPS: subtracted)
+    ADDHA = 1    # Zn[column] to every active row
+    ADDVA = 2    # Zn[row] to every active column
+
+
+def IntOpLayout(config: EngineConfig) -> data.StructLayout:
+    """One operation of the integer array.
+
+    ``double`` selects a .D tile (16-bit sources, I16I64) over a .S tile (8-bit sources, I8I32).
+    ``pn``/``pm`` have one bit per byte as in a P register and must be clear beyond the effective
+    SVL.
+    """
+    maxb = max_bytes(config)
+    return data.StructLayout({
+        "kind": IntOpKind,
+        "double": 1,
+        "tile": 3,
+        "zn_unsigned": 1,
+        "zm_unsigned": 1,
+        "subtract": 1,
+        "zn": row_layout(config),
+        "zm": row_layout(config),
+        "pn": maxb,
+        "pm": maxb,
+    })
+
+
+def _source(vector, index: int, bits: int, is_unsigned):
+    """Sub-element ``index`` of ``bits`` bits of a vector, extended by one bit to signed."""
+    value = vector.as_value().word_select(index, bits)
+    return Cat(value, Mux(is_unsigned, 0, value[-1])).as_signed()
+
+
+class IntOuterProductArray(wiring.Component):
+    """Integer outer products and vector-to-tile additions on whole tiles (module documentation).
+
+    Parameters
+    ----------
+    config : EngineConfig
+        ``max_svl`` sizes the tile; I8I32 and I16I64 select which element sizes exist (an
+        operation of an absent size writes nothing).
+
+    Attributes
+    ----------
+    op : In(stream.Signature(IntOpLayout(config)))
+        Always ready.
+    acc : Out(TileReadSignature(config))
+        Read of the tile being written back, combinational.
+    write : Out(TileWriteSignature(config))
+        The updated tile, written at the end of the cycle it is presented in.
+    busy : Signal(8), out
+        Bit ``g`` set: an accepted operation will still write ZA rows congruent to ``g`` mod 8.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`EngineConfig`.
+    """
+
+    #: Cycles from acceptance to the cycle the tile is written.
+    latency = 2
+
+    def __init__(self, config: EngineConfig):
+        self._config = check_config(self, config)
+        super().__init__({
+            "op": In(stream.Signature(IntOpLayout(config))),
+            "acc": Out(TileReadSignature(config)),
+            "write": Out(TileWriteSignature(config)),
+            "busy": Out(8),
+        })
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        maxb = max_bytes(config)
+        lanes = maxb // 4
+
+        m.d.comb += self.op.ready.eq(1)
+
+        # ---- x: the accepted operation
+        x_valid = Signal()
+        x_op = Signal(IntOpLayout(config))
+        m.d.sync += x_valid.eq(self.op.valid)
+        with m.If(self.op.valid):
+            m.d.sync += x_op.eq(self.op.payload)
+
+        # ---- m: one addend and one enable per element, as rows of 32-bit lanes
+        m_valid = Signal()
+        m_double = Signal()
+        m_tile = Signal(3)
+        m_addends = Signal(data.ArrayLayout(data.ArrayLayout(32, lanes), lanes))
+        m_lanes = Signal(data.ArrayLayout(lanes, lanes))
+        m.d.sync += [m_valid.eq(x_valid), m_double.eq(x_op.double), m_tile.eq(x_op.tile)]
+        sizes = [size for size, feature in ((False, "I8I32"), (True, "I16I64"))
+                 if config.has(feature)]
+        with m.If(x_valid):
+            m.d.sync += m_lanes.eq(0)          # an absent element size writes nothing
+            with m.Switch(x_op.double):
+                for double in sizes:
+                    with m.Case(double):
+                        self._addends(m, x_op, double, m_addends, m_lanes)
+
+        # ---- w: read, add, write back
+        m.d.comb += [
+            self.acc.double.eq(m_double), self.acc.tile.eq(m_tile),
+            self.write.en.eq(m_valid), self.write.double.eq(m_double),
+            self.write.tile.eq(m_tile), self.write.lanes.eq(m_lanes),
+        ]
+        for row in range(lanes):
+            accumulator = self.acc.rows[row].as_value()
+            single = Cat((accumulator.word_select(lane, 32) + m_addends[row][lane])[:32]
+                         for lane in range(lanes))
+            double = Cat((accumulator.word_select(element, 64)
+                          + Cat(m_addends[row][2 * element], m_addends[row][2 * element + 1]))[:64]
+                         for element in range(lanes // 2))
+            m.d.comb += self.write.rows[row].eq(Mux(m_double, double, single))
+
+        m.d.comb += self.busy.eq(Mux(x_valid, tile_row_groups(x_op.double, x_op.tile), 0)
+                                 | Mux(m_valid, tile_row_groups(m_double, m_tile), 0))
+        return m
+
+    def _addends(self, m, op, double: bool, addends, enables):
+        """Drive the m-stage addends and lane enables of one element size from ``op``."""
+        maxb = max_bytes(self._config)
+        esize = 8 if double else 4
+        source_bits = 16 if double else 8
+        dimension = maxb // esize
+        pn, pm = op.pn, op.pm
+
+        def row_active(row, k):          # predicate bit of sub-element 4*row + k (or element)
+            return pn[(4 * row + k) * (esize // 4)]
+
+        def column_active(column, k):
+            return pm[(4 * column + k) * (esize // 4)]
+
+        rows = [[_source(op.zn, 4 * row + k, source_bits, op.zn_unsigned) for k in range(4)]
+                for row in range(dimension)]
+        columns = [[_source(op.zm, 4 * column + k, source_bits, op.zm_unsigned) for k in range(4)]
+                   for column in range(dimension)]
+        element_bits = 8 * esize
+        for row in range(dimension):
+            for column in range(dimension):
+                pairs = [row_active(row, k) & column_active(column, k) for k in range(4)]
+                dot = Const(0, signed(2 * source_bits + 4))
+                for k in range(4):
+                    dot = dot + Mux(pairs[k], rows[row][k] * columns[column][k], 0)
+                dot_element = Signal(signed(element_bits), name=f"dot_{esize}_{row}_{column}")
+                m.d.comb += dot_element.eq(Mux(op.subtract, -dot, dot))
+                vector = op.zn.as_value()
+                broadcast = Mux(op.kind == IntOpKind.ADDHA,
+                                vector.word_select(column, element_bits),
+                                vector.word_select(row, element_bits))
+                element_enable = row_active(row, 0) & column_active(column, 0)
+                is_mopa = op.kind == IntOpKind.MOPA
+                addend = Mux(is_mopa, dot_element, broadcast)
+                enable = Mux(is_mopa, Cat(*pairs).any(), element_enable)
+                lane_count = esize // 4
+                for part in range(lane_count):
+                    lane = column * lane_count + part
+                    m.d.sync += [addends[row][lane].eq(addend.word_select(part, 32)),
+                                 enables[row][lane].eq(enable)]

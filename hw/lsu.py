@@ -1,0 +1,324 @@
+"""The load/store unit: every memory instruction of the subset, as beats on the memory master.
+
+Instructions (sme-isa.md §2.3, §2.4 and the streaming-SVE subset):
+
+==================  ===================================  =========================================
+operation           address                              footprint (bytes ``i`` of the access)
+==================  ===================================  =========================================
+LD1/ST1 tile slice  ``Xn|SP + Xm·E``                     SVL_B bytes, element ``i/E`` active if
+                                                         predicate bit ``(i/E)·E`` is set
+LDR/STR ZA          ``Xn|SP + off·SVL_B``                SVL_B bytes, unpredicated
+LDR/STR Z, P        ``Xn|SP + imm9·SVL_B`` (P: ``/8``)   SVL_B (P: SVL_B/8) bytes, unpredicated
+LD1/ST1 contiguous  ``Xn|SP + Xm·M`` or                  (SVL_B/E)·M bytes: element ``e`` (M bytes
+                    ``Xn|SP + imm4·(SVL_B/E)·M``         of memory, an E-byte lane of Z) active if
+                                                         predicate bit ``e·E`` is set
+==================  ===================================  =========================================
+
+Inactive elements are neither read nor written and cannot fault; a load sets them to zero.
+Contiguous loads zero-extend each M-byte element to its E-byte lane, stores truncate.
+
+Beats
+-----
+The access is cut into beats of ``mem_data_width/8`` bytes at aligned addresses (wrapping at
+2^64), with one byte enable per byte of the footprint that is active. A beat with no enabled
+byte is never requested, so an all-false predicate makes no memory access at all. An aligned
+access at a bus as wide as the SVL takes one beat: one tile slice per beat.
+
+Loads issue their beats back to back and accept the responses in order; stores issue a beat
+only after the previous one was acknowledged. A beat answered with ``error`` aborts the access:
+no further beat is requested, the outstanding responses are drained, and the access ends with
+``fault`` and ``fault_address`` = the first enabled byte of the failing beat. A faulting load
+changes nothing (its data is discarded); a faulting store has written exactly the beats before
+the failing one (in address order), none at or after it.
+
+Handshake with the engine
+-------------------------
+``start`` (while ``busy`` and ``done`` are low) captures the instruction from ``decoded``, the
+operands, ``predicate`` and ``store_data``; the unit then works alone until ``done`` rises.
+``done`` stays high, with ``fault``, ``fault_address`` and ``load_data``, until ``ack``.
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from sw.config import EngineConfig
+
+from hw._common import byte_mask, check_config, max_bytes, row_layout
+from hw.decoder import DecodedLayout, Op
+
+__all__ = ["MEMORY_OPS", "STORE_OPS", "MemRequestLayout", "MemResponseLayout",
+           "LoadStoreUnit"]
+
+#: Operations the unit performs.
+MEMORY_OPS = (Op.LD1_TILE, Op.ST1_TILE, Op.LDR_ZA, Op.STR_ZA, Op.LDR_REGISTER,
+              Op.STR_REGISTER, Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS)
+#: The ones among them that write memory.
+STORE_OPS = (Op.ST1_TILE, Op.STR_ZA, Op.STR_REGISTER, Op.ST1_CONTIGUOUS)
+
+
+def MemRequestLayout(width: int) -> data.StructLayout:
+    """A memory beat request: aligned ``address``, ``write``, ``data`` and one enable per byte."""
+    return data.StructLayout({"address": 64, "write": 1, "data": width,
+                              "byte_enable": width // 8})
+
+
+def MemResponseLayout(width: int) -> data.StructLayout:
+    """The response to one request, in request order: read ``data`` and ``error``."""
+    return data.StructLayout({"data": width, "error": 1})
+
+
+class _State(enum.Enum, shape=2):
+    IDLE = 0
+    BUSY = 1
+    DONE = 2
+
+
+def _lowest_set(m, bits, name: str) -> tuple[Signal, Signal]:
+    """(index of the lowest set bit of ``bits``, one-hot of it); both zero when none is set."""
+    width = len(bits)
+    index = Signal(range(max(width, 2)), name=f"{name}_index")
+    one_hot = Signal(width, name=f"{name}_one_hot")
+    m.d.comb += one_hot.eq(bits & -bits)
+    for position in reversed(range(width)):
+        with m.If(bits[position]):
+            m.d.comb += index.eq(position)
+    return index, one_hot
+
+
+class LoadStoreUnit(wiring.Component):
+    """Memory instructions as aligned beats (module documentation).
+
+    Parameters
+    ----------
+    config : EngineConfig
+        ``max_svl`` sizes the access buffers, ``mem_data_width`` the beats.
+
+    Attributes
+    ----------
+    start : Signal(1), in
+    decoded : View(DecodedLayout), in
+        The memory instruction (its ``op`` is one of :data:`MEMORY_OPS`).
+    base, index : Signal(64), in
+        The ``Xn|SP`` and ``Xm`` operands (``index`` is unused by the other address forms).
+    svl_log2 : Signal(4), in
+        log2 of the effective SVL in bytes.
+    svl_mask : Signal(MAXB), in
+        Bit ``b`` set when byte ``b`` of a vector is inside the effective SVL.
+    predicate : Signal(MAXB), in
+        The governing predicate, clear beyond the effective SVL.
+    store_data : View(row), in
+        What a store writes: the tile slice, ZA row, Z or P register (P in the low bytes).
+    busy, done : Signal(1), out
+    ack : Signal(1), in
+    fault : Signal(1), out
+    fault_address : Signal(64), out
+    load_data : View(row), out
+        What a load read, in the destination's format (contiguous elements zero-extended to
+        their lanes, inactive elements zero).
+    mem_req : Out(stream.Signature(MemRequestLayout(mem_data_width)))
+    mem_resp : In(stream.Signature(MemResponseLayout(mem_data_width)))
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`EngineConfig`.
+    """
+
+    def __init__(self, config: EngineConfig):
+        self._config = check_config(self, config)
+        maxb = max_bytes(config)
+        width = config.mem_data_width
+        super().__init__({
+            "start": In(1),
+            "decoded": In(DecodedLayout),
+            "base": In(64),
+            "index": In(64),
+            "svl_log2": In(4),
+            "svl_mask": In(maxb),
+            "predicate": In(maxb),
+            "store_data": In(row_layout(config)),
+            "busy": Out(1),
+            "done": Out(1),
+            "ack": In(1),
+            "fault": Out(1),
+            "fault_address": Out(64),
+            "load_data": Out(row_layout(config)),
+            "mem_req": Out(stream.Signature(MemRequestLayout(width))),
+            "mem_resp": In(stream.Signature(MemResponseLayout(width))),
+        })
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._config
+
+    @property
+    def beat_bytes(self) -> int:
+        return self._config.mem_data_width // 8
+
+    @property
+    def max_beats(self) -> int:
+        """Beats an access can span: one per beat of the largest vector, plus one if unaligned."""
+        return max_bytes(self._config) // self.beat_bytes + 1
+
+    def _layouts(self) -> list[tuple[int, int]]:
+        """Every (log2 memory element size M, log2 lane size E) an access can have."""
+        tile = [(log2, log2) for log2 in range(5)]
+        contiguous = [(msize, esize) for esize in range(4) for msize in range(esize)]
+        return tile + contiguous
+
+    def elaborate(self, platform):
+        m = Module()
+        maxb = max_bytes(self._config)
+        beat = self.beat_bytes
+        beats = self.max_beats
+        image_bytes = beats * beat
+        decoded, fields, op = self.decoded, self.decoded.fields, self.decoded.op
+        svl_mask = self.svl_mask
+
+        # ---- the access the instruction makes (combinational, captured at start)
+        msize_log2 = Signal(range(5))   # memory element size
+        esize_log2 = Signal(range(5))   # register lane size
+        predicated = Signal()
+        predicate_register = Signal()   # LDR/STR P: a footprint of SVL_B/8 bytes
+        offset = Signal(64)
+        shift = Signal(range(16))       # log2 of the "mul vl" unit of an immediate offset
+        with m.Switch(op):
+            with m.Case(Op.LD1_TILE, Op.ST1_TILE):
+                m.d.comb += [msize_log2.eq(decoded.esize_log2), esize_log2.eq(decoded.esize_log2),
+                             predicated.eq(1), offset.eq(self.index << decoded.esize_log2)]
+            with m.Case(Op.LDR_ZA, Op.STR_ZA):
+                m.d.comb += [shift.eq(self.svl_log2), offset.eq(fields.off << shift)]
+            with m.Case(Op.LDR_REGISTER, Op.STR_REGISTER):
+                imm9 = Cat(fields.imm9l, fields.imm9h).as_signed()
+                m.d.comb += [predicate_register.eq(decoded.flags.predicate),
+                             shift.eq(Mux(decoded.flags.predicate, self.svl_log2 - 3,
+                                          self.svl_log2)),
+                             offset.eq(imm9 << shift)]
+            with m.Case(Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS):
+                m.d.comb += [
+                    msize_log2.eq(decoded.msize_log2), esize_log2.eq(decoded.esize_log2),
+                    predicated.eq(1),
+                    shift.eq(self.svl_log2 - decoded.esize_log2 + decoded.msize_log2),
+                    offset.eq(Mux(decoded.flags.scalar_offset,
+                                  self.index << decoded.msize_log2,
+                                  fields.imm4 << shift)),
+                ]
+        address = Signal(64)
+        m.d.comb += address.eq(self.base + offset)
+        is_store = Signal()
+        m.d.comb += is_store.eq(Cat(op == store for store in STORE_OPS).any())
+
+        # Enabled footprint bytes and the bytes a store writes, per (M, E).
+        enables = Signal(maxb)
+        footprint = Signal(maxb * 8)
+        predicate = self.predicate | ~predicated.replicate(maxb)
+        store_data = self.store_data.as_value()
+        with m.Switch(Cat(esize_log2, msize_log2)):
+            for msize, esize in self._layouts():
+                with m.Case(esize | msize << 3):
+                    bits, stored = [], []
+                    for i in range(maxb):
+                        lane = (i >> msize) << esize       # first byte of the element's lane
+                        if lane >= maxb:
+                            bits.append(Const(0))
+                            stored.append(Const(0, 8))
+                            continue
+                        bits.append(predicate[lane] & svl_mask[lane])
+                        stored.append(store_data.word_select(lane + (i & ((1 << msize) - 1)), 8))
+                    m.d.comb += [enables.eq(Cat(*bits)), footprint.eq(Cat(*stored))]
+        limit = Signal(maxb)           # LDR/STR P only reach SVL_B/8 bytes
+        m.d.comb += limit.eq(Mux(predicate_register,
+                                 Cat(svl_mask[8 * i] if 8 * i < maxb else Const(0)
+                                     for i in range(maxb)),
+                                 (1 << maxb) - 1))
+
+        # ---- the registered access
+        state = Signal(_State)
+        r_write = Signal()
+        r_layout = Signal(6)
+        r_misalign = Signal(range(beat))
+        r_beat_base = Signal(64)
+        r_enables = Signal(image_bytes)
+        r_data = Signal(image_bytes * 8)
+        r_loaded = Signal(image_bytes * 8)
+        r_to_request = Signal(beats)
+        r_awaiting = Signal(beats)
+        r_fault = Signal()
+        r_fault_address = Signal(64)
+
+        misalign = address[:(beat - 1).bit_length()] if beat > 1 else Const(0, 1)
+        enable_image = Signal(image_bytes)
+        data_image = Signal(image_bytes * 8)
+        m.d.comb += [enable_image.eq((enables & limit) << misalign),
+                     data_image.eq(footprint << (misalign * 8))]
+        nonempty = Cat(enable_image.word_select(k, beat).any() for k in range(beats))
+
+        m.d.comb += [self.busy.eq(state == _State.BUSY), self.done.eq(state == _State.DONE),
+                     self.fault.eq(r_fault), self.fault_address.eq(r_fault_address)]
+        with m.If((state == _State.IDLE) & self.start):
+            m.d.sync += [
+                state.eq(_State.BUSY),
+                r_write.eq(is_store),
+                r_layout.eq(Cat(esize_log2, msize_log2)),
+                r_misalign.eq(misalign),
+                r_beat_base.eq(address & ~Const(beat - 1, 64)),
+                r_enables.eq(enable_image),
+                r_data.eq(data_image),
+                r_loaded.eq(0),
+                r_to_request.eq(nonempty),
+                r_awaiting.eq(0),
+                r_fault.eq(0),
+            ]
+
+        # ---- beats
+        request_beat, request_one_hot = _lowest_set(m, r_to_request, "request")
+        response_beat, response_one_hot = _lowest_set(m, r_awaiting, "response")
+        fault_lane, _ = _lowest_set(m, r_enables.word_select(response_beat, beat), "fault_lane")
+        width = beat * 8
+        m.d.comb += [
+            self.mem_req.valid.eq((state == _State.BUSY) & r_to_request.any()
+                                  & ~(r_write & r_awaiting.any())),
+            self.mem_req.payload.address.eq(r_beat_base + request_beat * beat),
+            self.mem_req.payload.write.eq(r_write),
+            self.mem_req.payload.data.eq(r_data.word_select(request_beat, width)),
+            self.mem_req.payload.byte_enable.eq(r_enables.word_select(request_beat, beat)),
+            self.mem_resp.ready.eq(state == _State.BUSY),
+        ]
+        requested = Mux(self.mem_req.valid & self.mem_req.ready, request_one_hot, 0)
+        responded = Mux(self.mem_resp.valid & self.mem_resp.ready, response_one_hot, 0)
+        failed = self.mem_resp.valid & self.mem_resp.ready & self.mem_resp.payload.error
+        next_to_request = Mux(failed, 0, r_to_request & ~requested)
+        next_awaiting = (r_awaiting & ~responded) | requested
+        with m.If(state == _State.BUSY):
+            m.d.sync += [r_to_request.eq(next_to_request), r_awaiting.eq(next_awaiting)]
+            with m.If(responded.any()):
+                m.d.sync += r_loaded.word_select(response_beat, width).eq(
+                    self.mem_resp.payload.data)
+            with m.If(failed & ~r_fault):
+                m.d.sync += [r_fault.eq(1),
+                             r_fault_address.eq(r_beat_base + response_beat * beat + fault_lane)]
+            with m.If(~next_to_request.any() & ~next_awaiting.any()):
+                m.d.sync += state.eq(_State.DONE)
+        with m.If((state == _State.DONE) & self.ack):
+            m.d.sync += state.eq(_State.IDLE)
+
+        # ---- load data in the destination's format
+        buffer = Signal(maxb * 8)
+        active = Signal(maxb)
+        m.d.comb += [buffer.eq(r_loaded >> (r_misalign * 8)), active.eq(r_enables >> r_misalign)]
+        loaded = Signal(maxb * 8)
+        m.d.comb += loaded.eq(buffer & byte_mask(active))
+        with m.Switch(r_layout):
+            for msize, esize in self._layouts():
+                with m.Case(esize | msize << 3):
+                    lanes = []
+                    for j in range(maxb):
+                        within = j & ((1 << esize) - 1)
+                        source = ((j >> esize) << msize) + within
+                        lanes.append(loaded.word_select(source, 8)
+                                     if within < (1 << msize) and source < maxb else Const(0, 8))
+                    m.d.comb += self.load_data.eq(Cat(*lanes))
+        return m
