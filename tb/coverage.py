@@ -1,0 +1,271 @@
+"""Functional coverage of the engine: which behaviours the regression actually exercised.
+
+Every bin is declared up front from the instruction table and the configuration (so the report
+can say "hit / total", and a bin that cannot be reached in the configuration is not declared).
+Groups:
+
+``outcome``     form x {ok, undef, sme_trap<smtc>, fault}. A form's name fixes its operation,
+                element size and direction; the reachable outcomes follow from its PSTATE class,
+                whether it touches memory, and whether the configuration has its feature.
+``predicate``   predicated form x governing predicate x pattern class (all_true, all_false,
+                sparse, first_only, last_only), for instructions that executed. Outer products
+                and ADDHA/ADDVA have a row (``pn``) and a column (``pm``) predicate.
+``slice``       tile-slice operation x {in_range, wrapped, huge}: the slice selector
+                ``Ws + off`` inside the tile, wrapped modulo its dimension, and Ws >= 2^31.
+``zero_mask``   ZERO masks by class (empty, one .d tile, an .s tile, an .h tile, all, other).
+``svcr``        SVCR before -> after for every SMSTART/SMSTOP/MSR that executed.
+``pstate``      PSTATE class of the form x SVCR at issue (SME enabled), and with SME disabled.
+``memory``      load fault, store fault, store fault after partial writes, forced bus errors.
+``undefined``   words outside the instruction table (reserved encodings, near misses of every
+                form, random words), which must be UNDEF.
+
+:meth:`Coverage.to_json` / :meth:`Coverage.merge` carry counts between the simulator process and
+pytest; :meth:`Coverage.report` prints the summary.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sw.config import EngineConfig
+from sw.isa import FORMS, Decoded, Form, Requires
+
+__all__ = ["PREDICATE_CLASSES", "MEMORY_OPS", "STORE_OPS", "Sample", "Coverage",
+           "predicate_class", "predicate_granule"]
+
+PREDICATE_CLASSES = ("all_true", "all_false", "sparse", "first_only", "last_only")
+MEMORY_OPS = frozenset({"ld1_tile", "st1_tile", "ldr_za", "str_za", "ld1_contiguous",
+                        "st1_contiguous", "ldr_register", "str_register"})
+STORE_OPS = frozenset({"st1_tile", "str_za", "st1_contiguous", "str_register"})
+SLICE_OPS = ("ld1_tile", "st1_tile", "mova_to_tile", "mova_to_vector", "ldr_za", "str_za")
+ZERO_MASK_CLASSES = ("empty", "one_d", "s_tile", "h_tile", "all", "other")
+MEMORY_EVENTS = ("load_fault", "store_fault", "store_partial_write", "forced_error_load",
+                 "forced_error_store")
+
+_SVCR_WRITERS = ("msr_svcr_imm", "msr_svcr")
+
+
+def predicate_granule(form: Form) -> int:
+    """Bytes per predicate element the form tests (its source element size)."""
+    if form.op == "int_mopa":
+        return form.params["esize"] // 4
+    if form.op in ("fmopa_fp16_widening", "bfmopa"):
+        return 2
+    return int(form.params.get("esize", 1))
+
+
+def predicate_class(predicate: np.ndarray, granule: int, svl_bytes: int) -> str:
+    """Pattern class of a predicate (uint8 array, bit b = byte b) at ``granule`` bytes."""
+    bits = np.unpackbits(np.asarray(predicate, np.uint8), bitorder="little")[:svl_bytes]
+    active = bits[::granule].astype(bool)
+    count = int(active.sum())
+    if count == active.size:
+        return "all_true"
+    if count == 0:
+        return "all_false"
+    if count == 1 and active[0]:
+        return "first_only"
+    if count == 1 and active[-1]:
+        return "last_only"
+    return "sparse"
+
+
+def _reachable_classes(elements: int) -> tuple[str, ...]:
+    classes = ["all_true", "all_false"]
+    if elements >= 2:
+        classes += ["first_only", "last_only"]
+    if elements >= 3:
+        classes.append("sparse")
+    return tuple(classes)
+
+
+def _predicates_of(form: Form) -> tuple[str, ...]:
+    names = {f.name for f in form.fields}
+    if {"pn", "pm"} <= names:
+        return ("pn", "pm")
+    return ("pg",) if "pg" in names else ()
+
+
+def _outcomes(form: Form, config: EngineConfig) -> tuple[str, ...]:
+    if not config.has(form.feature):
+        return ("undef",)
+    outcomes = ["ok", "sme_trap0"]
+    if form.requires is Requires.ZA:
+        outcomes.append("sme_trap3")
+    elif form.requires is Requires.SM_ZA:
+        outcomes += ["sme_trap2", "sme_trap3"]
+    elif form.requires is Requires.STREAMING:
+        outcomes.append("undef")
+    if form.op in MEMORY_OPS:
+        outcomes.append("fault")
+    return tuple(outcomes)
+
+
+def _zero_mask_class(mask: int) -> str:
+    if mask == 0:
+        return "empty"
+    if mask == 0xFF:
+        return "all"
+    if bin(mask).count("1") == 1:
+        return "one_d"
+    if mask in (0x11 << k for k in range(4)):
+        return "s_tile"
+    if mask in (0x55, 0xAA):
+        return "h_tile"
+    return "other"
+
+
+@dataclass
+class Sample:
+    """What the scoreboard knows about one checked instruction."""
+
+    decoded: Decoded | None
+    status: str                      # sim.model.Status member name
+    smtc: int | None
+    svcr_before: int
+    svcr_after: int
+    sme_enabled: bool
+    svl: int
+    predicates: dict[str, np.ndarray] = field(default_factory=dict)
+    slice_selector: int | None = None  # UInt(Ws) of a slice-selecting form
+    partial_writes: int = 0
+    forced_errors: int = 0
+
+
+class Coverage:
+    """Declared bins and their hit counts.
+
+    Parameters
+    ----------
+    config : EngineConfig
+        The configuration under test (features decide which outcomes exist).
+    svls : iterable of int
+        Effective SVLs the regression runs at (element counts decide which predicate classes
+        exist).
+    """
+
+    def __init__(self, config: EngineConfig, svls):
+        self.bins: dict[str, dict[str, int]] = {g: {} for g in
+                                                ("outcome", "predicate", "slice", "zero_mask",
+                                                 "svcr", "pstate", "memory", "undefined")}
+        largest = max(svls) // 8
+        for form in FORMS:
+            for outcome in _outcomes(form, config):
+                self.bins["outcome"][f"{form.name}:{outcome}"] = 0
+            if not config.has(form.feature):
+                continue
+            for predicate in _predicates_of(form):
+                for cls in _reachable_classes(largest // predicate_granule(form)):
+                    self.bins["predicate"][f"{form.name}:{predicate}:{cls}"] = 0
+        for op in SLICE_OPS:
+            for where in ("in_range", "wrapped", "huge"):
+                self.bins["slice"][f"{op}:{where}"] = 0
+        for cls in ZERO_MASK_CLASSES:
+            self.bins["zero_mask"][cls] = 0
+        for before in range(4):
+            for after in range(4):
+                self.bins["svcr"][f"{before}->{after}"] = 0
+        for requires in Requires:
+            for svcr in range(4):
+                self.bins["pstate"][f"{requires.value}:svcr{svcr}"] = 0
+            self.bins["pstate"][f"{requires.value}:sme_disabled"] = 0
+        for event in MEMORY_EVENTS:
+            self.bins["memory"][event] = 0
+        self.bins["undefined"]["unallocated"] = 0
+        self.unexpected: dict[str, int] = {}
+
+    def _hit(self, group: str, name: str) -> None:
+        bins = self.bins[group]
+        if name in bins:
+            bins[name] += 1
+        else:
+            key = f"{group}:{name}"
+            self.unexpected[key] = self.unexpected.get(key, 0) + 1
+
+    def sample(self, sample: Sample) -> None:
+        """Count one checked instruction."""
+        decoded = sample.decoded
+        if decoded is None:
+            self._hit("undefined", "unallocated" if sample.status == "UNDEF"
+                      else f"unallocated_{sample.status.lower()}")
+            return
+        form = decoded.form
+        outcome = {"OK": "ok", "UNDEF": "undef", "FAULT": "fault"}.get(sample.status)
+        if outcome is None:
+            outcome = f"sme_trap{sample.smtc}"
+        self._hit("outcome", f"{form.name}:{outcome}")
+        self._hit("pstate", f"{form.requires.value}:"
+                  + (f"svcr{sample.svcr_before}" if sample.sme_enabled else "sme_disabled"))
+        if sample.status == "FAULT" and form.op in STORE_OPS:
+            self._hit("memory", "store_fault")
+            if sample.partial_writes:
+                self._hit("memory", "store_partial_write")
+        elif sample.status == "FAULT":
+            self._hit("memory", "load_fault")
+        if sample.forced_errors:
+            self._hit("memory", "forced_error_store" if form.op in STORE_OPS
+                      else "forced_error_load")
+        if sample.status != "OK":
+            return
+        svl_bytes = sample.svl // 8
+        for name, predicate in sample.predicates.items():
+            cls = predicate_class(predicate, predicate_granule(form), svl_bytes)
+            self._hit("predicate", f"{form.name}:{name}:{cls}")
+        if form.op in SLICE_OPS and sample.slice_selector is not None:
+            dim = svl_bytes if form.op in ("ldr_za", "str_za") else \
+                svl_bytes // form.params["esize"]
+            offset = decoded.fields.get("off", 0)
+            where = "huge" if sample.slice_selector >= 1 << 31 else \
+                "wrapped" if sample.slice_selector + offset >= dim else "in_range"
+            self._hit("slice", f"{form.op}:{where}")
+        if form.op == "zero_za":
+            self._hit("zero_mask", _zero_mask_class(decoded.fields["mask"]))
+        if form.op in _SVCR_WRITERS:
+            self._hit("svcr", f"{sample.svcr_before}->{sample.svcr_after}")
+
+    # ------------------------------------------------------------------ persistence
+    def to_json(self) -> dict:
+        return {"bins": self.bins, "unexpected": self.unexpected}
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json()))
+
+    def merge(self, other: dict) -> None:
+        """Add the counts of another run's :meth:`to_json` (bins it declares that we do not are
+        kept as unexpected so nothing is silently dropped)."""
+        for group, bins in other["bins"].items():
+            for name, count in bins.items():
+                if name in self.bins.get(group, {}):
+                    self.bins[group][name] += count
+        for key, count in other.get("unexpected", {}).items():
+            self.unexpected[key] = self.unexpected.get(key, 0) + count
+
+    def merge_file(self, path: str | Path) -> None:
+        self.merge(json.loads(Path(path).read_text()))
+
+    # ------------------------------------------------------------------ reporting
+    def totals(self) -> tuple[int, int]:
+        """(bins hit, bins declared) over every group."""
+        hit = sum(1 for bins in self.bins.values() for count in bins.values() if count)
+        return hit, sum(len(bins) for bins in self.bins.values())
+
+    def report(self, missing: int = 12) -> str:
+        """A per-group summary naming up to ``missing`` unhit bins per group."""
+        hit, total = self.totals()
+        lines = [f"functional coverage: {hit}/{total} bins hit ({100 * hit / max(total, 1):.1f}%)"]
+        for group, bins in self.bins.items():
+            group_hit = sum(1 for count in bins.values() if count)
+            lines.append(f"  {group:<10} {group_hit:>4}/{len(bins):<4}")
+            unhit = [name for name, count in bins.items() if not count]
+            if unhit:
+                shown = ", ".join(unhit[:missing])
+                more = f" (+{len(unhit) - missing} more)" if len(unhit) > missing else ""
+                lines.append(f"      not hit: {shown}{more}")
+        if self.unexpected:
+            lines.append("  hits outside the declared bins: " + ", ".join(
+                f"{k} x{v}" for k, v in sorted(self.unexpected.items())))
+        return "\n".join(lines)

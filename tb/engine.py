@@ -1,0 +1,350 @@
+"""The engine under cocotb: clock, reset, bus agents, state load and read-back.
+
+:class:`EngineBench` owns every agent attached to the toplevel (issue driver, result monitor,
+memory responder, debug reader) and offers whole-instruction operations on them: issue and wait
+(lock step), issue without waiting (streaming, results are routed back in order), drain, load an
+:class:`~sim.state.ArchState` through the issue port, and read the architectural registers back
+through the debug port.
+
+:class:`RtlEngine` is the same engine behind the blocking :class:`sw.driver.Engine` interface
+the CPU side (the kernel model, :func:`sim.rtl.execute_program`) is written against. Its methods
+may only be called from a thread started with :func:`cocotb.task.bridge`; each call blocks on a
+:func:`cocotb.task.resume`-wrapped coroutine of the bench.
+
+Loading a state (:meth:`EngineBench.load_state`): after reset SVCR is 0. ``MSR SVCR`` turns SM
+(and ZA if the state has it) on, which zeroes Z, P, FFR (and ZA); every non-zero Z and P
+register and ZA row is then loaded with SVE ``LDR Z``/``LDR P`` and SME ``LDR ZA`` from a
+testbench-private staging region that is unmapped again afterwards; a last ``MSR SVCR`` sets the
+state's SVCR. Consequences: Z/P of a state with SM=0 read as zero (an SM change would zero them
+anyway, and nothing reads them at SM=0), and FFR always starts at zero (no instruction of the
+subset writes it).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import Callable, Sequence
+
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.task import resume
+from cocotb.triggers import ClockCycles, Event, FallingEdge, SimTimeoutError, with_timeout
+
+from sim.model import Result, Status
+from sim.state import FPSR_RESET_ON_SM_CHANGE, ArchState, Memory
+from sw.asm import disassemble
+from sw.config import EngineConfig
+from sw.driver import Engine, scalar_destination_of
+from sw.isa import FORMS_BY_NAME
+from tb.debug import DebugReader
+from tb.issue import IssueDriver, ResultMonitor, RtlResult, sources_for
+from tb.memory import BusMemory, MemoryResponder
+from tb.pauses import PAUSE_STYLES, pauses_by_name
+from tb.stream import read_int, signal
+
+__all__ = ["CLOCK_NS", "STAGING_BASE", "EngineBench", "RtlEngine", "smcr_len_for",
+           "to_model_result"]
+
+CLOCK_NS = 10
+#: Where the staging region of :meth:`EngineBench.load_state` is mapped while it runs.
+STAGING_BASE = 0x7FFF_0000_0000_0000
+
+
+def smcr_len_for(svl: int) -> int:
+    """The SMCR_ELx.LEN value that requests ``svl`` bits."""
+    return svl // 128 - 1
+
+
+def to_model_result(word: int, rtl: RtlResult) -> Result:
+    """An engine result in the reference model's terms."""
+    status = Status[rtl.status]
+    form = None if status is Status.UNDEF else _form_name(word)
+    scalar = rtl.scalar if status is Status.OK and scalar_destination_of(word) else None
+    return Result(status, smtc=rtl.smtc if status is Status.SME_TRAP else None,
+                  fault_address=rtl.fault_address if status is Status.FAULT else None,
+                  scalar=scalar, form=form)
+
+
+def _form_name(word: int) -> str | None:
+    from sw.isa import decode
+    decoded = decode(word)
+    return decoded.form.name if decoded else None
+
+
+class EngineBench:
+    """Everything attached to one engine toplevel.
+
+    Parameters
+    ----------
+    dut
+        The cocotb toplevel.
+    config : EngineConfig
+        The configuration the Verilog was generated from.
+    seed : int
+        Seeds pause generators, read noise and forced errors.
+    pauses : str
+        Default pause style of every handshake (:data:`tb.pauses.PAUSE_STYLES`).
+    timeout_cycles : int
+        An instruction without a result after this many cycles fails the test.
+    """
+
+    def __init__(self, dut, config: EngineConfig, *, seed: int = 0, pauses: str = "light",
+                 timeout_cycles: int = 20000):
+        self.dut = dut
+        self.config = config
+        self.rng = random.Random(seed)
+        self.clock = signal(dut, "clk")
+        self.bus = BusMemory(Memory(), config.mem_data_width // 8, self.rng)
+        self.debug = DebugReader(dut, self.clock, config.max_svl)
+        self.timeout_cycles = timeout_cycles
+        self._pause_style = pauses
+        self._outstanding: deque[tuple[int, Callable[[RtlResult], None]]] = deque()
+        self._drained = Event()
+        self._drained.set()
+        self.issue = self.results = self.memory = None
+        self._clock_started = False
+
+    # ------------------------------------------------------------------ set-up
+    def set_pauses(self, style: str) -> None:
+        """Give every handshake a fresh pause generator of ``style``."""
+        if style not in PAUSE_STYLES:
+            raise ValueError(f"unknown pause style {style!r}")
+        self._pause_style = style
+        if self.issue is not None:
+            self.issue.source.pauses = pauses_by_name(style, self.rng)
+            self.results.sink.pauses = pauses_by_name(style, self.rng)
+            self.memory.sink.pauses = pauses_by_name(style, self.rng)
+            self.memory.responses.pauses = pauses_by_name(style, self.rng)
+
+    def set_inputs(self, *, smcr_len: int | None = None, sme_enable: bool | None = None,
+                   fpcr: int | None = None) -> None:
+        """Drive the control inputs (only while idle)."""
+        if smcr_len is not None:
+            self.dut.smcr_len.value = smcr_len
+        if sme_enable is not None:
+            self.dut.sme_enable.value = int(sme_enable)
+        if fpcr is not None:
+            self.dut.fpcr.value = fpcr & 0xFFFF_FFFF
+
+    async def reset(self, *, smcr_len: int, sme_enable: bool = True, fpcr: int = 0,
+                    memory: Memory | None = None) -> None:
+        """Reset the engine with the given control inputs and attach ``memory``.
+
+        Returns at a falling clock edge, the phase every agent works in.
+        """
+        if not self._clock_started:
+            Clock(self.clock, CLOCK_NS, unit="ns").start()
+            self._clock_started = True
+        if self._outstanding:
+            raise RuntimeError(f"reset with {len(self._outstanding)} instructions outstanding")
+        self.set_inputs(smcr_len=smcr_len, sme_enable=sme_enable, fpcr=fpcr)
+        self.dut.rst.value = 1
+        if self.issue is None:
+            self.issue = IssueDriver(self.dut, self.clock)
+            self.results = ResultMonitor(self.dut, self.clock)
+            self.results.callbacks.append(self._route_result)
+            self.memory = MemoryResponder(self.dut, self.clock, self.bus)
+            self.set_pauses(self._pause_style)
+        await ClockCycles(self.clock, 2, FallingEdge)
+        self.dut.rst.value = 0
+        await FallingEdge(self.clock)
+        self.bus.memory = memory if memory is not None else Memory()
+        self.bus.private = Memory()
+        self.bus.take_writes()
+        self.bus.take_forced()
+        identity = read_int(signal(self.dut, "id_aa64smfr0"))
+        if identity != self.config.id_aa64smfr0:
+            raise AssertionError(f"id_aa64smfr0 output 0x{identity:016x}, configuration "
+                                 f"0x{self.config.id_aa64smfr0:016x}")
+
+    # ------------------------------------------------------------------ instructions
+    def _route_result(self, result: RtlResult) -> None:
+        if not self._outstanding:
+            raise AssertionError(f"result {result.describe()} with no instruction outstanding")
+        _, callback = self._outstanding.popleft()
+        if not self._outstanding:
+            self._drained.set()
+        callback(result)
+
+    def issue_nowait(self, word: int, sources: Sequence[int],
+                     on_result: Callable[[RtlResult], None]) -> None:
+        """Queue one instruction; ``on_result`` gets its result (results come in order)."""
+        padded = tuple(sources) + (0,) * (3 - len(sources))
+        self._drained.clear()
+        self._outstanding.append((word, on_result))
+        self.issue.issue_nowait(word, padded)
+
+    @property
+    def outstanding(self) -> int:
+        return len(self._outstanding)
+
+    async def drain(self) -> None:
+        """Wait until every issued instruction has its result.
+
+        Raises
+        ------
+        AssertionError
+            Naming the oldest instruction still waiting after ``timeout_cycles``.
+        """
+        try:
+            await with_timeout(self._drained.wait(), self.timeout_cycles * CLOCK_NS, "ns")
+        except SimTimeoutError:
+            word = self._outstanding[0][0]
+            raise AssertionError(
+                f"no result for '{disassemble(word)}' (0x{word:08x}) after "
+                f"{self.timeout_cycles} cycles; {len(self._outstanding)} outstanding, "
+                f"{self.memory.requests} memory requests so far") from None
+
+    async def execute(self, word: int, sources: Sequence[int] = ()) -> RtlResult:
+        """Issue one instruction and wait for its result."""
+        box: list[RtlResult] = []
+        self.issue_nowait(word, sources, box.append)
+        await self.drain()
+        return box[0]
+
+    # ------------------------------------------------------------------ state
+    async def load_state(self, state: ArchState) -> None:
+        """Load ``state``'s SVCR, Z, P and ZA through the issue port (see the module notes).
+
+        Raises
+        ------
+        AssertionError
+            If a loading instruction does not execute.
+        """
+        svl_bytes = state.svl_bytes
+        z_bytes, p_bytes = 32 * svl_bytes, 16 * (svl_bytes // 8)
+        staging = np.concatenate([state.z.reshape(-1), state.p.reshape(-1),
+                                  state.za.reshape(-1)]).astype(np.uint8)
+        self.bus.map_private(STAGING_BASE, staging)
+        self.bus.private_enabled = True
+        rate, self.bus.forced_error_rate = self.bus.forced_error_rate, 0.0
+        msr = FORMS_BY_NAME["MSR_SVCR"].encode(rt=0)
+        steps = [(msr, (1 | (state.svcr & 2),))]
+        if state.sm:
+            for n in np.flatnonzero(state.z.any(axis=1)).tolist():
+                steps.append((FORMS_BY_NAME["LDR_Z"].encode(zt=n, rn=0),
+                              (STAGING_BASE + n * svl_bytes,)))
+            for n in np.flatnonzero(state.p.any(axis=1)).tolist():
+                steps.append((FORMS_BY_NAME["LDR_P"].encode(pt=n, rn=0),
+                              (STAGING_BASE + z_bytes + n * (svl_bytes // 8),)))
+        if state.za_enabled:
+            ldr_za = FORMS_BY_NAME["LDR_ZA"].encode(rv=0, rn=0, off=0)
+            for row in np.flatnonzero(state.za.any(axis=1)).tolist():
+                address = STAGING_BASE + z_bytes + p_bytes + row * svl_bytes
+                steps.append((ldr_za, sources_for(ldr_za, {"rv": row, "rn": address})))
+        steps.append((msr, (state.svcr & 3,)))
+        for word, sources in steps:
+            result = await self.execute(word, sources)
+            if result.status != "OK":
+                raise AssertionError(f"loading the initial state: '{disassemble(word)}' "
+                                     f"returned {result.describe()}")
+        self.bus.private_enabled = False
+        self.bus.forced_error_rate = rate
+        self.bus.take_writes()
+
+    async def wait_idle(self) -> None:
+        """Wait (at falling edges) until the engine reports ``idle``: no instruction inside and
+        no outer product still to write ZA."""
+        idle = signal(self.dut, "idle")
+        while not read_int(idle):
+            await FallingEdge(self.clock)
+
+    async def snapshot(self, za: bool = True) -> dict:
+        """Z, P, FFR (and ZA) through the debug port, plus the ``svcr``/``svl_bytes`` outputs,
+        once the engine is idle."""
+        await self.wait_idle()
+        svl_bytes = read_int(signal(self.dut, "svl_bytes"))
+        arrays = await self.debug.snapshot(svl_bytes * 8, za=za)
+        arrays["svcr"] = read_int(signal(self.dut, "svcr"))
+        arrays["svl_bytes"] = svl_bytes
+        return arrays
+
+    def perf(self) -> dict[str, int]:
+        """The performance counters (``perf`` output)."""
+        from tb.stream import Payload
+        names = ("cycles", "busy_cycles", "retired", "retired_mopa", "retired_ldst",
+                 "retired_other", "traps", "macs")
+        return Payload(self.dut, "perf", {name: 64 for name in names}).read()
+
+
+class RtlEngine(Engine):
+    """:class:`sw.driver.Engine` on the RTL (call only from a :func:`cocotb.task.bridge` thread).
+
+    Parameters
+    ----------
+    bench : EngineBench
+        A reset bench.
+    fpsr : int
+        FPSR at start (the CPU holds FPSR; the engine only signals ``fpsr_reset``).
+    """
+
+    def __init__(self, bench: EngineBench, fpsr: int = 0):
+        super().__init__(bench.config)
+        self._bench = bench
+        self._fpsr = fpsr
+        self._sme_enabled = True
+        self._smcr_len = read_int(bench.dut.smcr_len)
+        self.sm_changes = 0
+        self._execute = resume(bench.execute)
+        self._set_inputs = resume(self._drive_inputs)
+
+    async def _drive_inputs(self, **inputs) -> None:
+        # Signals are written from the scheduler's thread, never from the bridge thread.
+        self._bench.set_inputs(**inputs)
+
+    def issue(self, word: int, operands: Sequence[int] = ()) -> Result:
+        rtl = self._execute(word, tuple(operands))
+        if rtl.fpsr_reset:
+            self._fpsr = FPSR_RESET_ON_SM_CHANGE
+            self.sm_changes += 1
+        return to_model_result(word, rtl)
+
+    @property
+    def sme_enabled(self) -> bool:
+        return self._sme_enabled
+
+    @sme_enabled.setter
+    def sme_enabled(self, enabled: bool) -> None:
+        self._sme_enabled = bool(enabled)
+        self._set_inputs(sme_enable=self._sme_enabled)
+
+    @property
+    def smcr_len(self) -> int:
+        return self._smcr_len
+
+    @smcr_len.setter
+    def smcr_len(self, length: int) -> None:
+        self.config.effective_svl_for_len(length)          # validates
+        self._smcr_len = length
+        self._set_inputs(smcr_len=length)
+
+    @property
+    def svl(self) -> int:
+        return read_int(signal(self._bench.dut, "svl_bytes")) * 8
+
+    @property
+    def fpcr(self) -> int:
+        return read_int(self._bench.dut.fpcr)
+
+    @fpcr.setter
+    def fpcr(self, value: int) -> None:
+        self._set_inputs(fpcr=value)
+
+    @property
+    def fpsr(self) -> int:
+        return self._fpsr
+
+    @fpsr.setter
+    def fpsr(self, value: int) -> None:
+        self._fpsr = value & 0xFFFF_FFFF
+
+    @property
+    def svcr(self) -> int:
+        return read_int(signal(self._bench.dut, "svcr"))
+
+    def read_memory(self, address: int, length: int) -> bytes:
+        return bytes(self._bench.bus.memory.read(address, length))
+
+    def write_memory(self, address: int, data: bytes) -> None:
+        self._bench.bus.memory.write(address, data)

@@ -1,0 +1,422 @@
+"""Directed and random stimulus for the engine: programs with the state they start from.
+
+A :class:`Program` is a list of instruction words, an initial :class:`~sim.state.ArchState` and
+how to run it (SME enabled or not, lock-step or streaming issue, forced bus errors, pause style).
+Initial states follow the register conventions of :mod:`sim.progen` (x0-x7 data pointers, x8-x11
+small indexes, w12-w15 slice selectors, x16-x19 = 0..3 for ``msr svcr``, results in x20-x30), so
+random instances of any form mostly touch mapped memory.
+
+Every ``DIRECTED`` group is a function ``(config, svl, rng) -> list[Program]``; ``random_programs``
+draws from :func:`sim.progen.generate_program`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+from sim.progen import DATA_BASE, DATA_SIZE, generate_program
+from sim.state import ArchState
+from sw.asm import assemble_line
+from sw.config import EngineConfig
+from sw.isa import FORMS, FORMS_BY_NAME, Form, decode
+from tb.coverage import MEMORY_OPS, PREDICATE_CLASSES, SLICE_OPS, STORE_OPS, predicate_granule
+
+__all__ = ["Program", "initial_state", "instance", "predicate_pattern", "DIRECTED",
+           "random_programs", "SVCR_WRITERS"]
+
+MASK64 = (1 << 64) - 1
+SVCR_WRITERS = ("msr_svcr_imm", "msr_svcr")
+#: Where predicate pattern tables live (their own region, so stores cannot clobber them).
+PATTERN_BASE = 0x0010_0000
+
+
+@dataclass
+class Program:
+    """One stimulus program and how to run it."""
+
+    name: str
+    words: list[int]
+    initial: ArchState
+    sme_enabled: bool = True
+    lockstep: bool = True
+    check_every: bool = True
+    forced_error_rate: float = 0.0
+    pauses: str = "light"
+
+
+# --------------------------------------------------------------------------- states
+def _random_predicate(rng: random.Random, svl_bytes: int) -> np.ndarray:
+    return np.frombuffer(rng.randbytes(svl_bytes // 8), np.uint8).copy()
+
+
+def initial_state(rng: random.Random, svl: int, svcr: int = 3) -> ArchState:
+    """A random state with SVCR ``svcr``: progen's registers and memory, random Z/P/ZA.
+
+    Z and P are random only with SM=1 and ZA only with ZA=1 (see :mod:`tb.engine` on loading).
+    """
+    state = generate_program(rng, svl, 0).initial
+    svl_bytes = state.svl_bytes
+    state.svcr = svcr
+    state.x[16:20] = (0, 1, 2, 3)
+    if svcr & 1:
+        state.z = np.frombuffer(rng.randbytes(32 * svl_bytes), np.uint8).reshape(32, svl_bytes).copy()
+        state.p = np.stack([_random_predicate(rng, svl_bytes) for _ in range(16)])
+    else:
+        state.z[...] = 0
+        state.p[...] = 0
+    state.ffr[...] = 0
+    state.za = np.frombuffer(rng.randbytes(svl_bytes * svl_bytes), np.uint8).reshape(
+        svl_bytes, svl_bytes).copy() if svcr & 2 else np.zeros_like(state.za)
+    return state
+
+
+def predicate_pattern(cls: str, granule: int, svl_bytes: int, rng: random.Random) -> np.ndarray:
+    """A P register whose elements of ``granule`` bytes form pattern class ``cls``.
+
+    Bits between elements (which no instruction of that granule reads) are random.
+    """
+    elements = svl_bytes // granule
+    active = np.zeros(elements, np.uint8)
+    if cls == "all_true":
+        active[:] = 1
+    elif cls == "first_only":
+        active[0] = 1
+    elif cls == "last_only":
+        active[-1] = 1
+    elif cls == "sparse":
+        active[1::2] = 1
+        if elements > 3 and rng.random() < 0.5:
+            active[:] = 0
+            active[rng.randrange(elements):: rng.choice((2, 3))] = 1
+            active[0] = 1
+    elif cls != "all_false":
+        raise ValueError(f"unknown predicate class {cls!r}")
+    bits = np.frombuffer(rng.randbytes(svl_bytes), np.uint8) & 1
+    bits = bits.copy()
+    bits[::granule] = active
+    return np.packbits(bits, bitorder="little")
+
+
+# --------------------------------------------------------------------------- instances
+def _field_value(form: Form, name: str, width: int, rng: random.Random,
+                 bases: tuple[int, ...]) -> int:
+    if name == "rn":
+        if form.op in ("while", "dup_scalar"):
+            return rng.randrange(20, 32)
+        return rng.choice(bases)
+    if name == "rm":
+        return rng.randrange(20, 32) if form.op == "while" else rng.choice((8, 9, 10, 11, 31))
+    if name == "rt":
+        return rng.randrange(16, 20) if form.op == "msr_svcr" else rng.randrange(20, 31)
+    if name == "rd":
+        return rng.randrange(20, 31) if rng.random() < 0.95 else 31
+    return rng.getrandbits(width)
+
+
+def instance(form: Form, rng: random.Random, bases: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 7, 31),
+             **fixed: int) -> int:
+    """A random valid encoding of ``form`` following the register conventions.
+
+    ``fixed`` pins field values; ``bases`` are the registers ``rn`` may name.
+
+    Raises
+    ------
+    ValueError
+        If no valid encoding exists with the pinned fields.
+    """
+    for _ in range(200):
+        values = {f.name: _field_value(form, f.name, f.width, rng, bases) for f in form.fields}
+        values.update(fixed)
+        word = form.value
+        for field in form.fields:
+            word |= (values[field.name] & ((1 << field.width) - 1)) << field.lo
+        decoded = decode(word)
+        if decoded is not None and decoded.form is form:
+            return word
+    raise ValueError(f"no valid encoding of {form.name} with {fixed}")
+
+
+def _chunks(words: list[int], size: int) -> list[list[int]]:
+    return [words[i:i + size] for i in range(0, len(words), size)] or [[]]
+
+
+def _programs(prefix: str, words: list[int], state_factory: Callable[[], ArchState],
+              size: int = 120, **options) -> list[Program]:
+    return [Program(f"{prefix}.{index}", chunk, state_factory(), **options)
+            for index, chunk in enumerate(_chunks(words, size))]
+
+
+# --------------------------------------------------------------------------- directed groups
+def every_form(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """Three random instances of every form that does not write SVCR, at SVCR=3."""
+    words = [instance(form, rng) for form in FORMS if form.op not in SVCR_WRITERS
+             for _ in range(3)]
+    rng.shuffle(words)
+    return _programs("forms", words, lambda: initial_state(rng, svl, 3))
+
+
+def predicate_classes(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """Every predicated form under each predicate class (P0-P4 = the five classes, reloaded with
+    ``LDR P`` from a pattern table for each form's element granule)."""
+    svl_bytes = svl // 8
+    granules = (1, 2, 4, 8, 16)
+    table = np.concatenate([predicate_pattern(cls, granule, svl_bytes, rng)
+                            for granule in granules for cls in PREDICATE_CLASSES])
+    ldr_p = FORMS_BY_NAME["LDR_P"]
+    words = []
+    for form in FORMS:
+        names = {f.name for f in form.fields}
+        if not names & {"pg", "pn"} or not config.has(form.feature):
+            continue
+        first = granules.index(predicate_granule(form)) * len(PREDICATE_CLASSES)
+        for k in range(len(PREDICATE_CLASSES)):
+            offset = first + k
+            words.append(ldr_p.encode(pt=k, rn=7, imm9h=offset >> 3, imm9l=offset & 7))
+        for k in range(len(PREDICATE_CLASSES)):
+            pins = {"pg": k} if "pg" in names else {"pn": k, "pm": k}
+            words.append(instance(form, rng, bases=(0, 1, 2, 3, 4, 5, 6), **pins))
+
+    def state() -> ArchState:
+        initial = initial_state(rng, svl, 3)
+        initial.memory.map(PATTERN_BASE, table)
+        initial.x[7] = PATTERN_BASE
+        return initial
+
+    return _programs("predicates", words, state, size=150, check_every=False)
+
+
+def slice_wrap(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """Every slice-selecting form with Ws in range, wrapped, 0xFFFFFFFF and 2^31+3 (with
+    garbage in the upper half of the X register, which must be ignored)."""
+    words = []
+    for form in FORMS:
+        if form.op not in SLICE_OPS:
+            continue
+        selector = "rv" if form.op in ("ldr_za", "str_za") else "rs"
+        words += [instance(form, rng, **{selector: k}) for k in range(4)]
+
+    def state() -> ArchState:
+        initial = initial_state(rng, svl, 3)
+        initial.x[12:16] = (1, 1000 + rng.randrange(24), 0xFFFF_FFFF, 0xDEAD_BEEF_8000_0003)
+        return initial
+
+    return _programs("slices", words, state, size=90)
+
+
+def overlapping_tiles(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """Random mixes of slice loads/stores, MOVA, ZERO, LDR/STR ZA and accumulations on tiles of
+    every element size, which alias one another in ZA."""
+    ops = ("ld1_tile", "st1_tile", "mova_to_tile", "mova_to_vector", "zero_za", "ldr_za",
+           "str_za", "add_vector_to_tile", "int_mopa")
+    pool = [form for form in FORMS if form.op in ops and config.has(form.feature)]
+    programs = []
+    for index in range(2):
+        words = [instance(rng.choice(pool), rng) for _ in range(100)]
+        programs.append(Program(f"overlap.{index}", words, initial_state(rng, svl, 3)))
+    return programs
+
+
+def zero_masks(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """All 256 ZERO masks; ZA is refilled between them (ADDHA on every .S tile, or LDR ZA)."""
+    svl_bytes = svl // 8
+    if config.has("I8I32"):
+        refill = [assemble_line(f"addha za{k}.s, p0/m, p0/m, z1.s") for k in range(4)]
+    else:
+        refill = [assemble_line(f"ldr za[w12, {row}], [x0, #{row}, mul vl]")
+                  for row in range(min(svl_bytes, 16))]
+    words = []
+    for mask in range(256):
+        words.append(FORMS_BY_NAME["ZERO"].encode(mask=mask))
+        words += refill
+
+    def state() -> ArchState:
+        initial = initial_state(rng, svl, 3)
+        initial.p[0] = 0xFF
+        initial.z[1] = np.frombuffer(rng.randbytes(svl_bytes), np.uint8) | 1
+        initial.x[12] = 0
+        return initial
+
+    return _programs("zero", words, state, size=len(refill) * 64 + 64)
+
+
+def svcr_transitions(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """A walk over SVCR states using every SMSTART/SMSTOP/MSR SVCR from every state, with
+    instructions after each step that make Z, P and ZA non-zero, so that the zeroing an SM or
+    ZA change must (or must not) do is visible."""
+    transitions = {name: FORMS_BY_NAME[name].value for name in
+                   ("SMSTART", "SMSTART_SM", "SMSTART_ZA", "SMSTOP", "SMSTOP_SM", "SMSTOP_ZA")}
+    for value in range(4):
+        transitions[f"MSR_SVCR_{value}"] = FORMS_BY_NAME["MSR_SVCR"].encode(rt=16 + value)
+
+    def after(svcr: int, name: str) -> int:
+        if name.startswith("MSR_SVCR_"):
+            return int(name[-1])
+        params = FORMS_BY_NAME[name].params
+        bit = (1 if params["set_sm"] else 0) | (2 if params["set_za"] else 0)
+        return svcr | bit if params["start"] else svcr & ~bit
+
+    observe = [assemble_line("mrs x20, svcr")]
+    fill_sve = [assemble_line("mov z5.b, #7"), assemble_line("ptrue p2.h, vl3")]
+    fill_za = [assemble_line("ldr za[w12, 1], [x0, #1, mul vl]")]
+    unused = {(svcr, name) for svcr in range(4) for name in transitions}
+    svcr, words = 0, []
+    while unused:
+        choices = [name for name in transitions if (svcr, name) in unused]
+        name = rng.choice(choices) if choices else rng.choice(list(transitions))
+        unused.discard((svcr, name))
+        words.append(transitions[name])
+        svcr = after(svcr, name)
+        words += observe + (fill_sve if svcr & 1 else []) + (fill_za if svcr & 2 else [])
+
+    def state() -> ArchState:
+        initial = initial_state(rng, svl, 0)
+        initial.x[12] = 0
+        return initial
+
+    return [Program("svcr.0", words, state())]
+
+
+def traps_per_svcr(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """One instance of every form that does not write SVCR, in each of the four SVCR states."""
+    programs = []
+    for svcr in range(4):
+        words = [instance(form, rng) for form in FORMS if form.op not in SVCR_WRITERS]
+        rng.shuffle(words)
+        programs += _programs(f"svcr{svcr}", words, lambda: initial_state(rng, svl, svcr),
+                              size=170, check_every=False)
+    return programs
+
+
+def sme_disabled(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """sme_enable=0: every form of the table (SVCR writers too) traps with SMTC 0 and changes
+    nothing; words outside the table stay UNDEF."""
+    programs = []
+    for svcr in (0, 3):
+        words = [instance(form, rng) for form in FORMS] + [0x00000000, 0xFFFFFFFF]
+        rng.shuffle(words)
+        programs.append(Program(f"disabled{svcr}", words, initial_state(rng, svl, svcr),
+                                sme_enabled=False, check_every=False))
+    return programs
+
+
+def unallocated(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """Reserved MSR SVCRxx encodings, scalar+scalar loads/stores with Rm=XZR, words next to
+    every form that decode to nothing, random words, and forms of absent features."""
+    words = [0xD503407F | crm << 8 for crm in (0, 1, 8, 9, 10, 11, 12, 13, 14, 15)]
+    for form in FORMS:
+        if form.params.get("scalar_offset") is True:
+            values = {f.name: rng.getrandbits(f.width) for f in form.fields}
+            values["rm"] = 31
+            words.append(form.encode(**values))
+        for _ in range(2):
+            for _ in range(50):
+                word = (form.value | rng.getrandbits(32) & ~form.mask) \
+                    ^ (1 << rng.choice([b for b in range(32) if form.mask >> b & 1]))
+                if decode(word) is None:
+                    words.append(word)
+                    break
+        if not config.has(form.feature):
+            words.append(instance(form, rng))
+    words += [word for word in (rng.getrandbits(32) for _ in range(60)) if decode(word) is None]
+    rng.shuffle(words)
+    return _programs("unallocated", words, lambda: initial_state(rng, svl, 3), size=200,
+                     check_every=False)
+
+
+def memory_errors(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """Every memory form on unmapped, region-crossing, wrapping and edge addresses, with
+    all-true, all-false and sparse predicates; stores that fault after writing their first
+    beats; and random memory traffic under forced bus errors."""
+    beat = config.mem_data_width // 8
+    svl_bytes = svl // 8
+    end = DATA_BASE + DATA_SIZE
+    bases = {0: 0x1000,                       # unmapped
+             1: end - beat // 2,              # first beat mapped, then the end of memory
+             2: (1 << 64) - 8,                # wraps to address 0
+             3: end - 4,                      # a few bytes before the end
+             4: DATA_BASE,                    # fine
+             5: end - svl_bytes,              # ends exactly at the end
+             6: DATA_BASE - 8}                # starts just before the region
+    forms = [form for form in FORMS if form.op in MEMORY_OPS]
+    loads = [form for form in forms if form.op not in STORE_OPS]
+    stores = [form for form in forms if form.op in STORE_OPS]
+
+    def words_for(pool: list[Form]) -> list[int]:
+        words = []
+        for form in pool:
+            names = {f.name for f in form.fields}
+            for base in bases:
+                pins = {"rn": base}
+                if "rm" in names:
+                    pins["rm"] = 31 if not form.params.get("scalar_offset") else 8
+                if "imm4" in names:
+                    pins["imm4"] = 0
+                if "off" in names and form.op in ("ldr_za", "str_za"):
+                    pins["off"] = 0
+                if {"imm9h", "imm9l"} <= names:
+                    pins.update(imm9h=0, imm9l=0)
+                if "pg" in names:
+                    pins["pg"] = rng.choice((0, 0, 1, 2))
+                words.append(instance(form, rng, **pins))
+        return words
+
+    def state() -> ArchState:
+        initial = initial_state(rng, svl, 3)
+        initial.x[0:7] = [bases[n] for n in range(7)]
+        initial.x[8] = 0
+        initial.p[0] = 0xFF
+        initial.p[1] = 0
+        initial.p[2] = predicate_pattern("sparse", 1, svl_bytes, rng)
+        return initial
+
+    programs = _programs("memory-loads", words_for(loads), state, size=150, check_every=False)
+    programs += _programs("memory-stores", words_for(stores), state, size=150,
+                          check_every=False)
+    traffic = [instance(rng.choice(forms), rng) for _ in range(120)]
+    programs.append(Program("memory-forced", traffic, initial_state(rng, svl, 3),
+                            forced_error_rate=0.15, check_every=False, pauses="heavy"))
+    return programs
+
+
+#: Directed groups by name (cocotb test ``directed_<name>`` runs one group).
+DIRECTED: dict[str, Callable[[EngineConfig, int, random.Random], list[Program]]] = {
+    "forms": every_form,
+    "predicates": predicate_classes,
+    "slices": slice_wrap,
+    "overlap": overlapping_tiles,
+    "zero_masks": zero_masks,
+    "svcr": svcr_transitions,
+    "traps": traps_per_svcr,
+    "sme_disabled": sme_disabled,
+    "unallocated": unallocated,
+    "memory_errors": memory_errors,
+}
+
+
+def random_programs(config: EngineConfig, svl: int, rng: random.Random, count: int,
+                    length: int) -> list[Program]:
+    """``count`` programs from :func:`sim.progen.generate_program`, alternating lock-step and
+    streaming issue and every pause style. Forms of features the configuration lacks get a small
+    weight (they only UNDEF)."""
+    weights = {form.op: 0.3 for form in FORMS if not config.has(form.feature)}
+    styles = ("none", "light", "heavy", "bursty")
+    programs = []
+    for index in range(count):
+        generated = generate_program(rng, svl, length, weights=weights)
+        initial = generated.initial
+        if not initial.sm:                    # Z/P at SM=0 are not loadable (tb.engine)
+            initial.z[...] = 0
+            initial.p[...] = 0
+        words = [assemble_line(line) for line in generated.text.splitlines() if line.strip()]
+        programs.append(Program(f"random.{index}", words, initial, lockstep=index % 2 == 0,
+                                check_every=False, pauses=styles[index % len(styles)]))
+    return programs
+
+
+def with_options(programs: list[Program], **options) -> list[Program]:
+    """Copies of ``programs`` with run options replaced."""
+    return [replace(program, **options) for program in programs]

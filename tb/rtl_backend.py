@@ -1,0 +1,54 @@
+"""The simulation side of :func:`sim.rtl.run_rtl` (a cocotb test module).
+
+``ZATILE_RTL_REQUEST`` names a directory holding ``initial.npz`` and ``request.json`` (words,
+configuration, pause style, seed); the test writes ``final.npz`` and ``results.json`` there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import cocotb
+from cocotb.task import bridge
+from cocotb.utils import get_sim_time
+
+from sim.rtl import execute_program
+from sim.state import ArchState
+from tb.engine import CLOCK_NS, EngineBench, RtlEngine, smcr_len_for
+from tb.runner import config_from_json
+
+
+@cocotb.test()
+async def run_program(dut) -> None:
+    """Load the initial state, run the program from a bridged CPU thread, read the state back."""
+    started = time.monotonic()
+    directory = Path(os.environ["ZATILE_RTL_REQUEST"])
+    request = json.loads((directory / "request.json").read_text())
+    config = config_from_json(request["config"])
+    initial = ArchState.load(directory / "initial.npz")
+    bench = EngineBench(dut, config, seed=request.get("seed", 0),
+                        pauses=request.get("pauses", "none"))
+    await bench.reset(smcr_len=smcr_len_for(initial.svl), fpcr=initial.fpcr,
+                      memory=initial.memory.copy())
+    await bench.load_state(initial)
+    engine = RtlEngine(bench, fpsr=initial.fpsr)
+    results, x, sp = await bridge(execute_program)(engine, request["words"], initial.x,
+                                                   initial.sp)
+    snapshot = await bench.snapshot(za=True)
+    final = ArchState(svl=initial.svl, svcr=snapshot["svcr"], za=snapshot["za"],
+                      z=snapshot["z"], p=snapshot["p"], ffr=snapshot["ffr"], fpcr=initial.fpcr,
+                      fpsr=engine.fpsr, x=x, sp=sp, memory=bench.bus.memory)
+    if engine.sm_changes == 0:
+        # Non-streaming SVE state and FFR live with the CPU until an SM change resets them.
+        final.ffr = initial.ffr.copy()
+        if not initial.sm:
+            final.z, final.p = initial.z.copy(), initial.p.copy()
+    final.save(directory / "final.npz")
+    (directory / "results.json").write_text(json.dumps({
+        "results": [{"status": r.status.value, "smtc": r.smtc, "fault_address": r.fault_address,
+                     "scalar": r.scalar, "form": r.form} for r in results],
+        "cycles": int(get_sim_time("ns") / CLOCK_NS),
+        "seconds": time.monotonic() - started}))

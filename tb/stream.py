@@ -1,0 +1,239 @@
+"""Source and sink agents for ``amaranth.lib.stream`` handshakes, at whole-transaction grain.
+
+A stream port of the engine appears in Verilog as ``<name>__valid``, ``<name>__ready`` and its
+payload, either flattened per field (``<name>__payload__word``) or as one packed vector
+(``<name>__payload``) whose fields sit LSB-first in declaration order, as Amaranth's
+``StructLayout`` puts them. :class:`Payload` hides which of the two the Verilog has.
+
+Timing discipline shared by every agent in :mod:`tb`: signals are driven and sampled at the
+*falling* clock edge. Everything the rising edge changed has settled by then on every simulator,
+and what is driven there is stable at the next rising edge, where the transfer happens. A source
+samples ``ready`` in the ``ReadOnly`` phase after driving ``valid`` (so a ``ready`` that depends
+combinationally on ``valid`` is seen correctly); while nothing can happen, agents sleep on a value
+change of the other side's signal instead of waking every cycle, and on waking tell from the
+clock phase whether the next rising edge already transfers (:func:`_settled_high`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import cocotb
+from cocotb.queue import Queue
+from cocotb.triggers import ClockCycles, Event, FallingEdge, ReadOnly, RisingEdge
+
+from tb.pauses import PauseGenerator, no_pauses
+
+__all__ = ["Payload", "StreamSource", "StreamSink", "signal", "read_int"]
+
+
+def signal(dut, name: str):
+    """The handle of port ``name`` of ``dut``.
+
+    Raises
+    ------
+    AttributeError
+        Naming the port when the design does not have it.
+    """
+    try:
+        return getattr(dut, name)
+    except AttributeError:
+        raise AttributeError(f"the design has no port '{name}'") from None
+
+
+def read_int(handle) -> int:
+    """The unsigned value of a signal; X/Z bits are an error (they mean an undriven output).
+
+    Raises
+    ------
+    ValueError
+        Naming the signal when its value holds X or Z bits.
+    """
+    value = handle.value
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{handle._name} holds non-binary value {value}") from None
+
+
+def _has(dut, name: str) -> bool:
+    try:
+        getattr(dut, name)
+    except AttributeError:
+        return False
+    return True
+
+
+class Payload:
+    """The fields of a struct-shaped port, flattened or packed in the Verilog.
+
+    Parameters
+    ----------
+    dut
+        The toplevel handle.
+    prefix : str
+        Verilog name of the struct port (``issue__payload``, ``debug_addr``).
+    fields : mapping of str to int
+        Field name to width in bits, in declaration order (LSB first when packed).
+    """
+
+    def __init__(self, dut, prefix: str, fields: Mapping[str, int]):
+        self.fields = dict(fields)
+        self._flat = all(_has(dut, f"{prefix}__{name}") for name in self.fields)
+        if self._flat:
+            self._handles = {name: getattr(dut, f"{prefix}__{name}") for name in self.fields}
+        else:
+            self._packed = signal(dut, prefix)
+            self._offsets, offset = {}, 0
+            for name, width in self.fields.items():
+                self._offsets[name] = offset
+                offset += width
+
+    def write(self, values: Mapping[str, int]) -> None:
+        """Drive every field (missing fields are driven 0).
+
+        Raises
+        ------
+        ValueError
+            For a value that does not fit its field.
+        """
+        unknown = set(values) - set(self.fields)
+        if unknown:
+            raise ValueError(f"unknown payload field(s) {sorted(unknown)}")
+        packed = 0
+        for name, width in self.fields.items():
+            value = int(values.get(name, 0))
+            if not 0 <= value < 1 << width:
+                raise ValueError(f"payload field {name}={value:#x} does not fit {width} bits")
+            if self._flat:
+                self._handles[name].value = value
+            else:
+                packed |= value << self._offsets[name]
+        if not self._flat:
+            self._packed.value = packed
+
+    def read(self) -> dict[str, int]:
+        """Every field's current value."""
+        if self._flat:
+            return {name: read_int(handle) for name, handle in self._handles.items()}
+        packed = read_int(self._packed)
+        return {name: (packed >> self._offsets[name]) & ((1 << width) - 1)
+                for name, width in self.fields.items()}
+
+
+async def _settled_high(handle, clock, falling) -> None:
+    """Return in the clock-low phase once ``handle`` has settled at 1 before a rising edge.
+
+    Called in the clock-low phase (at or after a falling edge). The other side's signal may
+    rise in that same phase (a combinational ready reacting to something driven at the falling
+    edge): then the very next rising edge transfers. If it rises after a rising edge instead,
+    the earliest transfer is the rising edge after the next falling edge.
+    """
+    while True:
+        await ReadOnly()
+        if handle.value == 1:
+            return
+        await RisingEdge(handle)
+        if clock.value == 1:
+            await falling
+
+
+class StreamSource:
+    """Drives a stream into the design, one whole payload per transfer.
+
+    Items are queued with :meth:`send_nowait` (or awaited with :meth:`send`) and offered in order;
+    before each offer the agent idles for ``next(pauses)`` cycles with ``valid`` low.
+    """
+
+    def __init__(self, dut, clock, name: str, fields: Mapping[str, int],
+                 pauses: PauseGenerator | None = None):
+        self.name = name
+        self._clock = clock
+        self._valid = signal(dut, f"{name}__valid")
+        self._ready = signal(dut, f"{name}__ready")
+        self._payload = Payload(dut, f"{name}__payload", fields)
+        self.pauses = pauses or no_pauses()
+        self._queue: Queue = Queue()
+        self._idle = Event()
+        self._idle.set()
+        self._valid.value = 0
+        self.transfers = 0
+        self._task = cocotb.start_soon(self._run())
+
+    def send_nowait(self, values: Mapping[str, int],
+                    on_accept: Callable[[], None] | None = None) -> None:
+        """Queue one payload; ``on_accept`` runs once the design has taken it."""
+        self._idle.clear()
+        self._queue.put_nowait((dict(values), on_accept))
+
+    async def send(self, values: Mapping[str, int]) -> None:
+        """Queue one payload and wait until the design has taken it."""
+        taken = Event()
+        self.send_nowait(values, taken.set)
+        await taken.wait()
+
+    async def wait_idle(self) -> None:
+        """Wait until every queued payload has been taken."""
+        await self._idle.wait()
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+    async def _run(self) -> None:
+        falling = FallingEdge(self._clock)
+        while True:
+            if self._queue.empty():
+                self._valid.value = 0
+                self._idle.set()
+            values, on_accept = await self._queue.get()
+            idle = next(self.pauses)
+            if idle:
+                self._valid.value = 0
+                await ClockCycles(self._clock, idle, FallingEdge)
+            self._payload.write(values)
+            self._valid.value = 1
+            await _settled_high(self._ready, self._clock, falling)
+            await falling                     # the rising edge in between took the payload
+            self.transfers += 1
+            if on_accept is not None:
+                on_accept()
+
+
+class StreamSink:
+    """Accepts a stream from the design and hands each payload to ``callback``.
+
+    Before accepting each transfer the agent holds ``ready`` low for ``next(pauses)`` cycles.
+    The callback runs at the falling edge after the transfer, in transfer order.
+    """
+
+    def __init__(self, dut, clock, name: str, fields: Mapping[str, int],
+                 callback: Callable[[dict[str, int]], None],
+                 pauses: PauseGenerator | None = None):
+        self.name = name
+        self._clock = clock
+        self._valid = signal(dut, f"{name}__valid")
+        self._ready = signal(dut, f"{name}__ready")
+        self._payload = Payload(dut, f"{name}__payload", fields)
+        self._callback = callback
+        self.pauses = pauses or no_pauses()
+        self._ready.value = 0
+        self.transfers = 0
+        self._task = cocotb.start_soon(self._run())
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+    async def _run(self) -> None:
+        falling = FallingEdge(self._clock)
+        await falling
+        while True:
+            idle = next(self.pauses)
+            if idle:
+                self._ready.value = 0
+                await ClockCycles(self._clock, idle, FallingEdge)
+            self._ready.value = 1
+            await _settled_high(self._valid, self._clock, falling)
+            values = self._payload.read()
+            await falling                     # the rising edge in between completed the transfer
+            self.transfers += 1
+            self._callback(values)

@@ -1,0 +1,185 @@
+"""cocotb tests of the ZA tile engine against the reference model.
+
+Run by pytest through :mod:`tb.runner` (``tests/test_tb_engine.py``); the settings arrive as JSON
+in ``ZATILE_TB``:
+
+``config``        the EngineConfig the Verilog was built from (:func:`tb.runner.config_to_json`)
+``svl``           effective SVL to run at (SMCR.LEN selects it)
+``seed``          seed of every program and pause generator
+``programs``, ``length``   size of ``random_programs``
+``check_every``   compare ZA/Z/P through the debug port after every lock-step instruction
+``scale``         fraction of each directed group's programs to run (smoke runs use < 1)
+``output``        directory for ``<test>.coverage.json`` and ``<test>.stats.json``
+
+One cocotb test per directed group of :data:`tb.programs.DIRECTED` (``directed_<group>``) and
+``random_programs``. Every instruction is predicted by the model when issued and checked when its
+result returns (:mod:`tb.scoreboard`); lock-step programs compare memory after every instruction
+and, with ``check_every``, all of ZA/Z/P; streaming programs compare at drain points and at the
+end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+import cocotb
+from cocotb.utils import get_sim_time
+
+from sim.model import Status
+from tb.coverage import Coverage
+from tb.engine import CLOCK_NS, EngineBench, smcr_len_for
+from tb.issue import RtlResult, ScalarFile
+from tb.programs import DIRECTED, Program, random_programs
+from tb.runner import config_from_json
+from tb.scoreboard import Scoreboard
+
+
+def settings() -> dict:
+    return json.loads(os.environ.get("ZATILE_TB", "{}"))
+
+
+class Session:
+    """One cocotb test: the bench, the coverage it collects and what it measured."""
+
+    def __init__(self, dut, name: str):
+        self.settings = settings()
+        self.config = config_from_json(self.settings["config"])
+        self.svl = int(self.settings.get("svl", self.config.max_svl))
+        self.seed = int(self.settings.get("seed", 1))
+        self.name = name
+        self.rng = random.Random(f"{self.seed}:{self.svl}:{name}")
+        self.bench = EngineBench(dut, self.config, seed=self.rng.getrandbits(32))
+        self.coverage = Coverage(self.config, [self.svl])
+        self.stats = Counter()
+        self.started = time.monotonic()
+
+    async def run(self, program: Program) -> None:
+        await run_program(self, program)
+
+    def finish(self) -> None:
+        output = self.settings.get("output")
+        wall = time.monotonic() - self.started
+        cycles = get_sim_time("ns") / CLOCK_NS
+        self.stats.update(wall_seconds=wall, cycles=cycles)
+        self.bench.dut._log.info(
+            f"{self.name}: {self.stats['programs']} programs, {self.stats['instructions']} "
+            f"instructions checked, {int(cycles)} cycles in {wall:.1f} s "
+            f"({cycles / max(wall, 1e-9):.0f} cycles/s)")
+        if output:
+            directory = Path(output)
+            directory.mkdir(parents=True, exist_ok=True)
+            self.coverage.save(directory / f"{self.name}.coverage.json")
+            (directory / f"{self.name}.stats.json").write_text(json.dumps(dict(self.stats)))
+
+
+async def run_program(session: Session, program: Program) -> None:
+    """Load, run and check one program on a freshly reset engine."""
+    bench, config = session.bench, session.config
+    initial = program.initial
+    check_every = program.check_every and program.lockstep \
+        and bool(session.settings.get("check_every", False))
+    bench.set_pauses(program.pauses)
+    await bench.reset(smcr_len=smcr_len_for(initial.svl), sme_enable=True, fpcr=initial.fpcr,
+                      memory=initial.memory.copy())
+    await bench.load_state(initial)
+    if not program.sme_enabled:
+        bench.set_inputs(sme_enable=False)
+    bench.bus.forced_error_rate = program.forced_error_rate
+    scoreboard = Scoreboard(config, initial, bench.bus, sme_enabled=program.sme_enabled,
+                            coverage=session.coverage, name=program.name)
+    host = ScalarFile(initial.x, initial.sp, initial.fpsr)
+    lockstep = program.lockstep or program.forced_error_rate > 0
+    pending_writes: Counter = Counter()
+
+    def retire(word: int, destination: str | None):
+        def on_result(result: RtlResult) -> None:
+            scoreboard.check(result)
+            host.retire(word, result)
+            if destination is not None:
+                pending_writes[destination] -= 1
+        return on_result
+
+    for word in program.words:
+        if pending_writes and host.reads(word) & {r for r, n in pending_writes.items() if n}:
+            await bench.drain()               # a CPU would stall on the register dependency
+        expectation = scoreboard.predict(word)
+        faulting = expectation.result.status is Status.FAULT
+        if faulting:
+            await bench.drain()               # partial-write accounting needs it alone
+        destination = host.writes(word)
+        if destination is not None:
+            pending_writes[destination] += 1
+        bench.issue_nowait(word, host.sources(word), retire(word, destination))
+        if lockstep or faulting:
+            await bench.drain()
+            scoreboard.compare_memory()
+            if check_every:
+                scoreboard.compare_state(await bench.snapshot())
+    await bench.drain()
+    scoreboard.compare_memory()
+    scoreboard.compare_state(await bench.snapshot(), after=f"end of {program.name}")
+    state = scoreboard.model.state
+    for register in range(31):
+        if int(host.x[register]) != int(state.x[register]):
+            raise AssertionError(f"program {program.name}: x{register} = 0x{int(host.x[register]):x}"
+                                 f" after write-back, model 0x{int(state.x[register]):x}")
+    if (host.sp, host.fpsr) != (state.sp, state.fpsr):
+        raise AssertionError(f"program {program.name}: SP/FPSR 0x{host.sp:x}/0x{host.fpsr:x}, "
+                             f"model 0x{state.sp:x}/0x{state.fpsr:x}")
+    check_perf(bench, program.name)
+    session.stats.update(programs=1, instructions=scoreboard.checked,
+                         partial_store_bytes=scoreboard.partial_store_bytes)
+
+
+def check_perf(bench: EngineBench, name: str) -> None:
+    """Consistency of the performance counters (their exact definitions belong to hw/)."""
+    perf = bench.perf()
+    if perf["busy_cycles"] > perf["cycles"]:
+        raise AssertionError(f"program {name}: perf busy_cycles {perf['busy_cycles']} > cycles "
+                             f"{perf['cycles']}")
+    categories = perf["retired_mopa"] + perf["retired_ldst"] + perf["retired_other"]
+    if categories != perf["retired"]:
+        raise AssertionError(f"program {name}: perf retired {perf['retired']} != mopa+ldst+other "
+                             f"{categories}")
+
+
+def _scaled(programs: list[Program], scale: float) -> list[Program]:
+    if scale >= 1:
+        return programs
+    keep = max(1, round(len(programs) * scale))
+    step = len(programs) / keep
+    return [programs[int(i * step)] for i in range(keep)]
+
+
+def _directed_test(group: str):
+    async def test(dut) -> None:
+        session = Session(dut, f"directed_{group}")
+        programs = DIRECTED[group](session.config, session.svl, session.rng)
+        for program in _scaled(programs, float(session.settings.get("scale", 1.0))):
+            await session.run(program)
+        session.finish()
+
+    test.__name__ = test.__qualname__ = f"directed_{group}"
+    test.__doc__ = DIRECTED[group].__doc__
+    return cocotb.test()(test)
+
+
+for _group in DIRECTED:
+    globals()[f"directed_{_group}"] = _directed_test(_group)
+
+
+@cocotb.test()
+async def random_streams(dut) -> None:
+    """Random programs (sim.progen) in lock step and streaming, every pause style."""
+    session = Session(dut, "random_streams")
+    count = int(session.settings.get("programs", 8))
+    length = int(session.settings.get("length", 60))
+    for program in random_programs(session.config, session.svl, session.rng, count,
+                                   length):
+        await session.run(program)
+    session.finish()

@@ -1,0 +1,161 @@
+"""tb.scoreboard and tb.programs without a simulator: a model-backed stand-in plays the engine.
+
+The stand-in is :class:`sw.driver.ModelEngine` fed by the same CPU-side register file the cocotb
+bench uses, so every directed group runs through prediction, operand resolution, write-back and
+every comparison. Mutated results, wrong memory and illegal partial store writes must be caught.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from sim.model import Status
+from sim.state import Memory
+from sw.asm import assemble_line
+from sw.config import EngineConfig
+from sw.driver import ModelEngine
+from tb.coverage import Coverage
+from tb.issue import RtlResult, ScalarFile
+from tb.memory import BusMemory
+from tb.programs import DIRECTED, initial_state, random_programs
+from tb.scoreboard import Mismatch, Scoreboard
+
+CONFIG = EngineConfig(max_svl=256)
+
+
+class StandIn:
+    """The reference model behind the engine's ports: results as the RTL would return them."""
+
+    def __init__(self, initial, bus: BusMemory, sme_enabled: bool = True):
+        self.engine = ModelEngine(CONFIG, memory=bus.memory)
+        self.engine.sme_enabled = True
+        self.engine.smcr_len = initial.svl // 128 - 1
+        state = self.engine._model.state
+        state.svcr, state.fpcr = initial.svcr, initial.fpcr
+        state.za[...], state.z[...], state.p[...] = initial.za, initial.z, initial.p
+        self.engine.sme_enabled = sme_enabled
+
+    def issue(self, word: int, sources) -> RtlResult:
+        svcr = self.engine.svcr
+        count = len(self._sources(word))
+        result = self.engine.issue(word, sources[:count])
+        return RtlResult(result.status.name, result.smtc or 0, (result.scalar or 0) & (2**64 - 1),
+                         result.fault_address or 0, bool((svcr ^ self.engine.svcr) & 1)
+                         and result.status is Status.OK)
+
+    @staticmethod
+    def _sources(word):
+        from sw.isa import decode, scalar_sources
+        decoded = decode(word)
+        return scalar_sources(decoded) if decoded else ()
+
+    def snapshot(self) -> dict:
+        state = self.engine._model.state
+        return {"z": state.z, "p": state.p, "ffr": state.ffr, "za": state.za,
+                "svcr": state.svcr, "svl_bytes": state.svl_bytes}
+
+
+def _run(program, coverage=None):
+    initial = program.initial
+    bus = BusMemory(initial.memory.copy(), CONFIG.mem_data_width // 8, random.Random(0))
+    stand_in = StandIn(initial, bus, program.sme_enabled)
+    scoreboard = Scoreboard(CONFIG, initial, bus, sme_enabled=program.sme_enabled,
+                            coverage=coverage, name=program.name)
+    host = ScalarFile(initial.x, initial.sp, initial.fpsr)
+    for word in program.words:
+        scoreboard.predict(word)
+        result = stand_in.issue(word, host.sources(word))
+        scoreboard.check(result)
+        host.retire(word, result)
+    scoreboard.compare_memory()
+    scoreboard.compare_state(stand_in.snapshot())
+    assert np.array_equal(host.x, scoreboard.model.state.x)
+    return scoreboard
+
+
+@pytest.mark.parametrize("group", sorted(DIRECTED))
+def test_directed_groups_agree_with_the_model(group):
+    coverage = Coverage(CONFIG, [128])
+    for program in DIRECTED[group](CONFIG, 128, random.Random(group)):
+        if program.forced_error_rate:
+            continue                   # forced errors need the bus in the loop (cocotb tests)
+        _run(program, coverage)
+    assert coverage.totals()[0] > 0
+
+
+def test_random_programs_agree_and_cover():
+    coverage = Coverage(CONFIG, [128])
+    for program in random_programs(CONFIG, 128, random.Random(5), 6, 60):
+        _run(program, coverage)
+    hit, total = coverage.totals()
+    assert hit > 100, coverage.report()
+
+
+def _store_fault_setup():
+    initial = initial_state(random.Random(9), 128, 3)
+    end = 0x20010
+    initial.memory = Memory({0x20000: np.zeros(16, np.uint8)})     # one beat, then nothing
+    initial.x[0] = end - 8                                           # STR ZA straddles the end
+    initial.x[12] = 0
+    bus = BusMemory(initial.memory.copy(), 16, random.Random(0))
+    scoreboard = Scoreboard(CONFIG, initial, bus, name="partial")
+    word = assemble_line("str za[w12, 0], [x0]")
+    return initial, bus, scoreboard, word, end
+
+
+def test_partial_store_write_before_the_fault_is_accepted_and_applied():
+    initial, bus, scoreboard, word, end = _store_fault_setup()
+    scoreboard.predict(word)
+    row = initial.za[0]
+    data = int.from_bytes(bytes(8) + row[:8].tobytes(), "little")
+    assert not bus.access(end - 16, True, data, 0xFF00)[1]           # first beat written
+    assert bus.access(end, True, 0, 0x00FF)[1]                       # second beat fails
+    scoreboard.check(RtlResult("FAULT", 0, 0, end, False))
+    scoreboard.compare_memory()
+    assert scoreboard.partial_store_bytes == 8
+
+
+def test_partial_store_with_wrong_data_or_after_the_fault_is_caught():
+    initial, bus, scoreboard, word, end = _store_fault_setup()
+    scoreboard.predict(word)
+    bus.access(end - 16, True, 0x5A << 64 | 0x5A << 120, 0xFF00)
+    with pytest.raises(Mismatch, match="partial store wrote"):
+        scoreboard.check(RtlResult("FAULT", 0, 0, end, False))
+    initial, bus, scoreboard, word, end = _store_fault_setup()
+    scoreboard.predict(word)
+    bus.memory.map(end, np.zeros(16, np.uint8))                      # a write past the fault
+    bus.access(end, True, 1, 0x0001)
+    with pytest.raises(Mismatch, match="only beats before the failing one"):
+        scoreboard.check(RtlResult("FAULT", 0, 0, end, False))
+
+
+def test_forced_bus_error_is_repredicted():
+    initial = initial_state(random.Random(3), 128, 3)
+    initial.x[0] = 0x400000
+    bus = BusMemory(initial.memory.copy(), 16, random.Random(0), forced_error_rate=1.0)
+    scoreboard = Scoreboard(CONFIG, initial, bus, name="forced")
+    scoreboard.predict(assemble_line("ldr z3, [x0]"))
+    assert bus.access(0x400000, False, 0, 0xFFF0)[1]                 # lanes 4..15 enabled
+    scoreboard.check(RtlResult("FAULT", 0, 0, 0x400004, False))
+    scoreboard.compare_memory()
+
+
+def test_mismatches_name_the_instruction():
+    initial = initial_state(random.Random(4), 128, 3)
+    bus = BusMemory(initial.memory.copy(), 16, random.Random(0))
+    scoreboard = Scoreboard(CONFIG, initial, bus, name="mutants")
+    scoreboard.predict(assemble_line("rdsvl x20, #3"))
+    with pytest.raises(Mismatch, match=r"mutants, instruction #0 'rdsvl x20, #3'.*0x2f.*0x30"):
+        scoreboard.check(RtlResult("OK", 0, 47, 0, False))
+    scoreboard.predict(assemble_line("smstop"))
+    with pytest.raises(Mismatch, match="fpsr_reset=0 but PSTATE.SM changed"):
+        scoreboard.check(RtlResult("OK", 0, 0, 0, False))
+    scoreboard.predict(assemble_line("zero {za}"))
+    with pytest.raises(Mismatch, match=r"status OK, model SME_TRAP \(SMTC 3\)"):
+        scoreboard.check(RtlResult("OK", 0, 0, 0, False))
+    bus.memory.write(0x400010, b"\x99")
+    with pytest.raises(Mismatch, match="memory 0x400010"):
+        scoreboard.compare_memory()

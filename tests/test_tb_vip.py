@@ -1,0 +1,361 @@
+"""The verification IP of tb/ on its own: pure-Python parts, and the cocotb agents against a tiny
+loopback design (built here, with the same port names as the engine) on Verilator and Icarus."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.state import Memory
+from sw.asm import assemble_line
+from sw.config import EngineConfig
+
+from tb.coverage import Coverage, Sample, predicate_class
+from tb.issue import RtlResult, ScalarFile
+from tb.memory import BusError, BusMemory, memory_with_holes
+from tb.pauses import bursty_pauses, no_pauses, pauses_by_name, random_pauses
+
+
+# ----------------------------------------------------------------------------- pure Python
+def test_pause_generators():
+    rng = random.Random(1)
+    assert list(itertools.islice(no_pauses(), 5)) == [0] * 5
+    drawn = list(itertools.islice(random_pauses(rng, 0.5, 3), 2000))
+    assert set(drawn) == {0, 1, 2, 3}
+    assert 0.4 < drawn.count(0) / len(drawn) < 0.6
+    bursts = list(itertools.islice(bursty_pauses(rng, 4, 9), 500))
+    assert max(bursts) <= 9 and bursts.count(0) > len(bursts) / 2
+    with pytest.raises(ValueError, match="2"):
+        random_pauses(rng, 2.0).__next__()
+    with pytest.raises(ValueError, match="sloppy"):
+        pauses_by_name("sloppy", rng)
+
+
+def _bus(beat=16, rate=0.0):
+    memory = Memory({0x1000: np.arange(56, dtype=np.uint8), 0x1038: np.full(32, 0xEE, np.uint8)})
+    return BusMemory(memory, beat, random.Random(3), forced_error_rate=rate)
+
+
+def test_bus_memory_reads_writes_and_errors():
+    bus = _bus()
+    data, error = bus.access(0x1010, False, 0, 0xFFFF)
+    assert not error and data.to_bytes(16, "little") == bytes(range(16, 32))
+    # Disabled lanes carry noise, enabled ones the memory.
+    data, error = bus.access(0x1000, False, 0, 0x0001)
+    assert not error and data & 0xFF == 0
+    # A beat straddling two adjacent regions is fine.
+    data, error = bus.access(0x1030, False, 0, 0xFFFF)
+    assert not error
+    # An enabled unmapped byte fails the whole beat; a write then changes nothing.
+    assert bus.access(0x1060, False, 0, 0x0001)[1]
+    before = bus.memory.read(0x1050, 8).copy()
+    _, error = bus.access(0x1050, True, int.from_bytes(b"\x11" * 16, "little"), 0xFFFF)
+    assert error and np.array_equal(bus.memory.read(0x1050, 8), before)
+    # A partial write only touches enabled lanes and is logged.
+    _, error = bus.access(0x1000, True, int.from_bytes(bytes(range(100, 116)), "little"), 0x8001)
+    assert not error
+    assert bus.memory.read(0x1000, 16).tolist() == [100] + list(range(1, 15)) + [115]
+    log = bus.take_writes()
+    assert [w.error for w in log] == [True, False]
+    assert log[1].written() == {0x1000: 100, 0x100F: 115} and bus.take_writes() == []
+    with pytest.raises(BusError, match="aligned"):
+        bus.access(0x1001, False, 0, 1)
+    with pytest.raises(BusError, match="lanes"):
+        bus.access(0x1000, False, 0, 1 << 16)
+
+
+def test_bus_memory_private_regions_and_forced_errors():
+    bus = _bus()
+    bus.map_private(0x9000, bytes(range(16)))
+    assert bus.access(0x9000, False, 0, 0xFFFF) == (int.from_bytes(bytes(range(16)), "little"),
+                                                    False)
+    bus.private_enabled = False
+    assert bus.access(0x9000, False, 0, 0xFFFF)[1]
+    with pytest.raises(ValueError, match="overlaps"):
+        bus.map_private(0x1050, bytes(32))
+    forcing = _bus(rate=1.0)
+    assert forcing.access(0x1000, False, 0, 0xFFFF)[1]
+    assert forcing.take_forced() == [(0x1000, 0xFFFF, False)] and forcing.take_forced() == []
+    assert not forcing.access(0x1000, False, 0, 0)[1]       # nothing enabled: nothing to fail
+
+
+def test_memory_with_holes_merges_back():
+    memory = Memory({0x100: np.zeros(32, np.uint8)})
+    split, merge_back = memory_with_holes(memory, [(0x108, 4)])
+    assert sorted(split.regions) == [0x100, 0x10C]
+    split.write(0x104, b"\x01\x02\x03\x04")
+    with pytest.raises(Exception):
+        split.write(0x108, b"\x05")
+    merge_back()
+    assert memory.read(0x104, 8).tolist() == [1, 2, 3, 4, 0, 0, 0, 0]
+
+
+def test_scalar_file_resolves_and_writes_back():
+    registers = ScalarFile(np.arange(31, dtype=np.uint64) + 0x1_0000_0000, sp=0x8000, fpsr=0)
+    word = assemble_line("ld1w {za1h.s[w13, 1]}, p2/z, [sp, x5, lsl #2]")
+    # w13 is zero-extended from 32 bits; SP is the stack pointer.
+    assert registers.sources(word) == (13, 0x8000, 0x1_0000_0005)
+    assert registers.reads(word) == {"x13", "sp", "x5"}
+    word = assemble_line("rdsvl x20, #2")
+    assert registers.writes(word) == "x20" and registers.sources(word) == (0, 0, 0)
+    registers.retire(word, RtlResult("OK", 0, 64, 0, False))
+    assert registers.x[20] == 64
+    registers.retire(assemble_line("smstart"), RtlResult("OK", 0, 0, 0, True))
+    assert registers.fpsr == 0x0800009F
+    registers.retire(assemble_line("addsvl sp, sp, #1"), RtlResult("OK", 0, 0x9000, 0, False))
+    assert registers.sp == 0x9000
+
+
+def test_predicate_classes():
+    def predicate(bits):
+        return np.packbits(np.array(bits, np.uint8), bitorder="little")
+    assert predicate_class(predicate([1] * 16), 1, 16) == "all_true"
+    assert predicate_class(predicate([0] * 16), 4, 16) == "all_false"
+    assert predicate_class(predicate([1, 0, 0, 0] + [0] * 12), 4, 16) == "first_only"
+    assert predicate_class(predicate([0] * 12 + [1, 1, 1, 1]), 4, 16) == "last_only"
+    assert predicate_class(predicate([1, 0] * 8), 1, 16) == "sparse"
+    # Bits between elements do not count: only bit e*granule does.
+    assert predicate_class(predicate([1, 0] * 8), 2, 16) == "all_true"
+
+
+def test_coverage_bins_sample_and_merge():
+    config = EngineConfig(max_svl=128, features=frozenset({"I8I32", "I16I64"}))
+    coverage = Coverage(config, [128])
+    hit, total = coverage.totals()
+    assert hit == 0 and total > 500
+    from sw.isa import decode
+    decoded = decode(assemble_line("ld1d {za0v.d[w12, 1]}, p1/z, [x0]"))
+    sample = Sample(decoded, "OK", None, 3, 3, True, 128,
+                    predicates={"pg": np.array([0x01, 0x01], np.uint8)}, slice_selector=7)
+    coverage.sample(sample)
+    coverage.sample(Sample(decode(assemble_line("fmopa za0.s, p0/m, p0/m, z0.s, z0.s")),
+                           "UNDEF", None, 3, 3, True, 128))
+    assert coverage.bins["outcome"]["LD1D_ZA_V:ok"] == 1
+    assert coverage.bins["outcome"]["FMOPA_S:undef"] == 1
+    assert "FMOPA_S:ok" not in coverage.bins["outcome"]      # feature absent: not declared
+    assert coverage.bins["predicate"]["LD1D_ZA_V:pg:all_true"] == 1
+    assert coverage.bins["slice"]["ld1_tile:wrapped"] == 1
+    assert coverage.bins["pstate"]["sm_za:svcr3"] == 2
+    other = Coverage(config, [128])
+    other.merge(coverage.to_json())
+    other.merge(coverage.to_json())
+    assert other.bins["outcome"]["LD1D_ZA_V:ok"] == 2
+    report = other.report()
+    assert report.startswith(f"functional coverage: {other.totals()[0]}/{total}")
+
+
+# ----------------------------------------------------------------------------- loopback design
+LOOPBACK_WIDTH = 128
+
+
+def _loopback(width: int):
+    """A stand-in with the engine's port names: op = word[1:0]; 0 read beat at src0 with
+    enables src2, 1 write src1 (replicated) at src0 with enables src2, 2 scalar = src0 + src1,
+    3 SME trap with SMTC word[4:2]. debug_data = {space, index} replicated, one cycle late.
+    The next instruction is accepted while the result is taken (issue.ready = result.ready)."""
+    from amaranth import Cat, Module, Signal
+    from amaranth.lib import data, stream, wiring
+    from amaranth.lib.wiring import In, Out
+
+    class Loopback(wiring.Component):
+        def __init__(self):
+            super().__init__({
+                "issue": In(stream.Signature(data.StructLayout(
+                    {"word": 32, "src0": 64, "src1": 64, "src2": 64}))),
+                "result": Out(stream.Signature(data.StructLayout(
+                    {"status": 2, "smtc": 3, "scalar": 64, "fault_address": 64,
+                     "fpsr_reset": 1}))),
+                "mem_req": Out(stream.Signature(data.StructLayout(
+                    {"address": 64, "write": 1, "data": width, "byte_enable": width // 8}))),
+                "mem_resp": In(stream.Signature(data.StructLayout({"data": width, "error": 1}))),
+                "debug_addr": In(data.StructLayout({"space": 2, "index": 8})),
+                "debug_data": Out(width),
+            })
+
+        def elaborate(self, platform):
+            m = Module()
+            word, src0, src1, src2 = (Signal(32), Signal(64), Signal(64), Signal(64))
+            status, smtc, scalar = Signal(2), Signal(3), Signal(64)
+            tag = Cat(self.debug_addr.index, self.debug_addr.space)
+            m.d.sync += self.debug_data.eq(Cat(*[tag] * (width // 10 + 1))[:width])
+            with m.FSM():
+                with m.State("IDLE"):
+                    m.d.comb += self.issue.ready.eq(1)
+                    with m.If(self.issue.valid):
+                        p = self.issue.payload
+                        m.d.sync += [word.eq(p.word), src0.eq(p.src0), src1.eq(p.src1),
+                                     src2.eq(p.src2)]
+                        m.next = "DISPATCH"
+                with m.State("DISPATCH"):
+                    with m.Switch(word[0:2]):
+                        with m.Case(0, 1):
+                            m.next = "REQUEST"
+                        with m.Case(2):
+                            m.d.sync += [status.eq(0), scalar.eq(src0 + src1)]
+                            m.next = "RESULT"
+                        with m.Case(3):
+                            m.d.sync += [status.eq(2), smtc.eq(word[2:5]), scalar.eq(0)]
+                            m.next = "RESULT"
+                with m.State("REQUEST"):
+                    m.d.comb += [self.mem_req.valid.eq(1),
+                                 self.mem_req.payload.address.eq(src0),
+                                 self.mem_req.payload.write.eq(word[0]),
+                                 self.mem_req.payload.data.eq(Cat(*[src1] * (width // 64))),
+                                 self.mem_req.payload.byte_enable.eq(src2)]
+                    with m.If(self.mem_req.ready):
+                        m.next = "RESPONSE"
+                with m.State("RESPONSE"):
+                    m.d.comb += self.mem_resp.ready.eq(1)
+                    with m.If(self.mem_resp.valid):
+                        m.d.sync += [status.eq(self.mem_resp.payload.error * 3),
+                                     scalar.eq(self.mem_resp.payload.data[:64])]
+                        m.next = "RESULT"
+                with m.State("RESULT"):
+                    m.d.comb += [self.result.valid.eq(1), self.result.payload.status.eq(status),
+                                 self.result.payload.smtc.eq(smtc),
+                                 self.result.payload.scalar.eq(scalar),
+                                 self.result.payload.fault_address.eq(src0),
+                                 self.result.payload.fpsr_reset.eq(0),
+                                 # Like the engine: the next instruction is taken in the cycle
+                                 # the result goes, so issue.ready follows result.ready
+                                 # combinationally (and can rise in the clock-low phase).
+                                 self.issue.ready.eq(self.result.ready)]
+                    with m.If(self.result.ready & self.issue.valid):
+                        p = self.issue.payload
+                        m.d.sync += [word.eq(p.word), src0.eq(p.src0), src1.eq(p.src1),
+                                     src2.eq(p.src2)]
+                        m.next = "DISPATCH"
+                    with m.Elif(self.result.ready):
+                        m.next = "IDLE"
+            return m
+
+    return Loopback()
+
+
+def _build_loopback(simulator: str):
+    from amaranth.back import verilog
+
+    from tb.runner import build_design
+
+    def write(directory: Path) -> list[Path]:
+        path = directory / "loopback.v"
+        path.write_text(verilog.convert(_loopback(LOOPBACK_WIDTH), name="loopback"))
+        return [path]
+
+    key = [inspect.getsource(_loopback), LOOPBACK_WIDTH]
+    return build_design("loopback", write, key, simulator)
+
+
+def _run_loopback(simulator: str, seed: int):
+    build = _build_loopback(simulator)
+    tests_dir = str(Path(__file__).parent)
+    run = build.run("test_tb_vip", extra_env={"PYTHONPATH": os.pathsep.join(
+        [tests_dir, str(Path(__file__).parent.parent)]), "LOOPBACK_SEED": str(seed)},
+        test_dir=build.directory / f"run-{seed}")
+    assert run.tests >= 2
+    return build
+
+
+def test_loopback_verilator():
+    build = _run_loopback("verilator", 1)
+    # The second request for the same design is served from the cache.
+    again = _build_loopback("verilator")
+    assert again.cached and again.directory == build.directory
+
+
+def test_loopback_icarus():
+    from conftest import need_tool
+    need_tool("iverilog")
+    _run_loopback("icarus", 2)
+
+
+# ----------------------------------------------------------------------------- cocotb side
+try:
+    import cocotb
+    from cocotb.clock import Clock
+    from cocotb.triggers import ClockCycles, FallingEdge
+except ImportError:                                         # pragma: no cover
+    cocotb = None
+
+if cocotb is not None and os.environ.get("COCOTB_TEST_MODULES"):
+    from tb.debug import DebugReader
+    from tb.issue import IssueDriver, ResultMonitor
+    from tb.memory import MemoryResponder
+
+    async def _reset(dut):
+        Clock(dut.clk, 10, unit="ns").start()
+        dut.rst.value = 1
+        await ClockCycles(dut.clk, 3)
+        dut.rst.value = 0
+        await FallingEdge(dut.clk)
+
+    def _agents(dut, rng, style):
+        bus = BusMemory(Memory({0x4000: np.frombuffer(rng.randbytes(1024), np.uint8)}),
+                        LOOPBACK_WIDTH // 8, rng)
+        issue = IssueDriver(dut, dut.clk, pauses_by_name(style, rng))
+        results = ResultMonitor(dut, dut.clk, pauses_by_name(style, rng))
+        responder = MemoryResponder(dut, dut.clk, bus, pauses_by_name(style, rng),
+                                    pauses_by_name(style, rng))
+        return bus, issue, results, responder
+
+    @cocotb.test(timeout_time=2, timeout_unit="ms")
+    async def loopback_transactions(dut):
+        """Random reads, writes, adds and traps under every pause style; all answered in order."""
+        rng = random.Random(int(os.environ.get("LOOPBACK_SEED", "1")))
+        await _reset(dut)
+        for style in ("none", "light", "heavy", "bursty"):
+            bus, issue, results, responder = _agents(dut, rng, style)
+            shadow = bus.memory.copy()
+            expected, received = [], []
+            results.callbacks.append(received.append)
+            for _ in range(150):
+                op = rng.randrange(4)
+                address = rng.choice((0x4000 + 16 * rng.randrange(64), 0x8000))
+                enables = rng.choice((0xFFFF, rng.getrandbits(16)))
+                value = rng.getrandbits(64)
+                if op == 0:
+                    fault = address == 0x8000 and enables != 0
+                    data = int.from_bytes(shadow.read(address, 8), "little") if not fault else 0
+                    full = enables & 0xFF == 0xFF and not fault
+                    expected.append(("FAULT" if fault else "OK", data if full else None))
+                elif op == 1:
+                    fault = address == 0x8000 and enables != 0
+                    if not fault:
+                        payload = value.to_bytes(8, "little") * 2
+                        for lane in range(16):
+                            if enables >> lane & 1:
+                                shadow.write(address + lane, payload[lane:lane + 1])
+                    expected.append(("FAULT" if fault else "OK", None))
+                elif op == 2:
+                    expected.append(("OK", (address + value) & (2**64 - 1)))
+                else:
+                    expected.append(("SME_TRAP", None))
+                issue.issue_nowait(op | rng.randrange(8) << 2, (address, value, enables))
+            await issue.wait_idle()
+            while len(received) < len(expected):
+                await FallingEdge(dut.clk)
+            await ClockCycles(dut.clk, 2, FallingEdge)
+            for index, ((status, scalar), got) in enumerate(zip(expected, received)):
+                assert got.status == status, f"{style} #{index}: {got} != {status}"
+                if scalar is not None:
+                    assert got.scalar == scalar, f"{style} #{index}: {got.scalar:#x} != {scalar:#x}"
+            assert bus.memory == shadow, style
+            assert responder.requests == responder.responses.transfers
+            for agent in (issue.source, results.sink, responder):
+                agent.stop()
+
+    @cocotb.test()
+    async def loopback_debug_port(dut):
+        """Pipelined debug reads return the data of the address driven one cycle earlier."""
+        await _reset(dut)
+        reader = DebugReader(dut, dut.clk, LOOPBACK_WIDTH)
+        selections = [(space, index) for space in range(4) for index in (0, 1, 2, 77, 255)]
+        contents = await reader.read(selections)
+        for (space, index), content in zip(selections, contents):
+            assert int.from_bytes(content, "little") & 0x3FF == index | space << 8, (space, index)
