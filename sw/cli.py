@@ -16,6 +16,13 @@ class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (``zatile: error: ...``), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"zatile: error: {message}\n")
+
+
 def _read_text(path: str) -> str:
     try:
         return Path(path).read_text()
@@ -182,7 +189,9 @@ def _cmd_verilog(args) -> int:
     features = FEATURES if args.features is None else tuple(
         f.strip().upper() for f in args.features.split(",") if f.strip())
     try:
-        config = EngineConfig(max_svl=args.svl, features=frozenset(features))
+        config = EngineConfig(max_svl=args.svl, supported_svls=args.supported_svls,
+                              features=frozenset(features), mem_data_width=args.mem_width,
+                              za_contexts=args.za_contexts)
     except ValueError as error:
         raise CliError(str(error)) from None
     written = generate_verilog(config, Path(args.output))
@@ -192,7 +201,7 @@ def _cmd_verilog(args) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="zatile", description=__doc__)
+    parser = _Parser(prog="zatile", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     asm = commands.add_parser("asm", help="assemble a program to little-endian words")
@@ -233,8 +242,14 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_cmd_demo)
 
     verilog = commands.add_parser("verilog", help="write the engine's Verilog and config JSON")
-    verilog.add_argument("--svl", type=_svl, required=True)
-    verilog.add_argument("--features", help=f"comma-separated subset (default: all)")
+    verilog.add_argument("--svl", type=_svl, required=True, help="largest SVL in bits")
+    verilog.add_argument("--supported-svls", type=_svl_list, metavar="BITS,...",
+                         help="every supported SVL (default: all powers of two up to --svl)")
+    verilog.add_argument("--features", help="comma-separated subset (default: all)")
+    verilog.add_argument("--mem-width", type=int, metavar="BITS",
+                         help="memory data width (default: --svl, one slice per beat)")
+    verilog.add_argument("--za-contexts", type=int, default=1, metavar="N",
+                         help="physical ZA contexts (default 1)")
     verilog.add_argument("-o", "--output", required=True)
     verilog.set_defaults(run=_cmd_verilog)
     return parser

@@ -118,8 +118,20 @@ class EngineBench:
             self.memory.responses.pauses = pauses_by_name(style, self.rng)
 
     def set_inputs(self, *, smcr_len: int | None = None, sme_enable: bool | None = None,
-                   fpcr: int | None = None) -> None:
-        """Drive the control inputs (only while idle)."""
+                   fpcr: int | None = None, za_context: int | None = None) -> None:
+        """Drive the control inputs (only while idle).
+
+        Raises
+        ------
+        ValueError
+            For a ZA context the configuration does not have.
+        """
+        if za_context is not None:
+            if not 0 <= za_context < self.config.za_contexts:
+                raise ValueError(f"ZA context {za_context} does not exist (the engine has "
+                                 f"{self.config.za_contexts})")
+            if self.config.za_contexts > 1:
+                self.dut.za_context.value = za_context
         if smcr_len is not None:
             self.dut.smcr_len.value = smcr_len
         if sme_enable is not None:
@@ -138,7 +150,7 @@ class EngineBench:
             self._clock_started = True
         if self._outstanding:
             raise RuntimeError(f"reset with {len(self._outstanding)} instructions outstanding")
-        self.set_inputs(smcr_len=smcr_len, sme_enable=sme_enable, fpcr=fpcr)
+        self.set_inputs(smcr_len=smcr_len, sme_enable=sme_enable, fpcr=fpcr, za_context=0)
         self.dut.rst.value = 1
         if self.issue is None:
             self.issue = IssueDriver(self.dut, self.clock)
@@ -216,6 +228,7 @@ class EngineBench:
         z_bytes, p_bytes = 32 * svl_bytes, 16 * (svl_bytes // 8)
         staging = np.concatenate([state.z.reshape(-1), state.p.reshape(-1),
                                   state.za.reshape(-1)]).astype(np.uint8)
+        self.bus.private = Memory()          # a fresh staging area for every load
         self.bus.map_private(STAGING_BASE, staging)
         self.bus.private_enabled = True
         rate, self.bus.forced_error_rate = self.bus.forced_error_rate, 0.0

@@ -23,7 +23,7 @@ pre-state with the failing beat's enabled bytes unmapped. This needs lock-step i
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,11 +33,32 @@ from sim.state import ArchState, Memory
 from sw.asm import disassemble
 from sw.config import EngineConfig
 from sw.isa import Decoded, decode
-from tb.coverage import STORE_OPS, Coverage, Sample
+from tb.coverage import MEMORY_OPS, STORE_OPS, Coverage, Sample
 from tb.issue import RtlResult
 from tb.memory import BusMemory, memory_with_holes
 
-__all__ = ["Mismatch", "Expectation", "Scoreboard"]
+__all__ = ["OUTER_PRODUCT_OPS", "Mismatch", "Expectation", "Scoreboard", "mac_count"]
+
+#: Operations the engine counts as outer products (``perf.retired_mopa``).
+OUTER_PRODUCT_OPS = frozenset({"fmopa_fp32", "fmopa_fp64", "fmopa_fp16_widening", "bfmopa",
+                               "int_mopa", "add_vector_to_tile"})
+
+
+def mac_count(decoded: Decoded, predicates: dict, svl_bytes: int) -> int:
+    """Multiply-accumulates an outer product performs: for each of its k-way sub-products, the
+    active rows times the active columns (ADDHA/ADDVA multiply nothing)."""
+    op, esize = decoded.form.op, decoded.form.params.get("esize")
+    if op == "add_vector_to_tile":
+        return 0
+    ways = {"int_mopa": 4, "fmopa_fp16_widening": 2, "bfmopa": 2}.get(op, 1)
+    source_size = esize // ways                     # bytes of one source element
+    dimension = svl_bytes // esize
+
+    def active(name: str, k: int) -> int:
+        bits = np.unpackbits(predicates[name], bitorder="little")
+        return sum(int(bits[(ways * e + k) * source_size]) for e in range(dimension))
+
+    return sum(active("pn", k) * active("pm", k) for k in range(ways))
 
 MASK64 = (1 << 64) - 1
 _SLICE_SELECTORS = ("rs", "rv")
@@ -108,6 +129,8 @@ class Scoreboard:
         self.issued = 0
         self.checked = 0
         self.partial_store_bytes = 0
+        #: Performance-counter increments the checked instructions must have caused.
+        self.expected_perf: Counter = Counter()
 
     # ------------------------------------------------------------------ prediction
     def predict(self, word: int) -> Expectation:
@@ -184,6 +207,7 @@ class Scoreboard:
         if expectation.is_store and expected.status is Status.FAULT:
             partial = self._account_partial_writes(expectation, writes)
         self.checked += 1
+        self._count(expectation)
         if self.coverage is not None:
             self.coverage.sample(Sample(
                 expectation.decoded, expected.status.name, expected.smtc,
@@ -191,6 +215,23 @@ class Scoreboard:
                 self.model.state.svl, expectation.predicates, expectation.slice_selector,
                 partial, len(forced)))
         return expectation
+
+    def _count(self, expectation: Expectation) -> None:
+        """What the engine's performance counters must have counted for this instruction."""
+        counts = self.expected_perf
+        if expectation.result.status is not Status.OK:
+            counts["traps"] += 1
+            return
+        counts["retired"] += 1
+        op = expectation.decoded.form.op
+        if op in OUTER_PRODUCT_OPS:
+            counts["retired_mopa"] += 1
+            counts["macs"] += mac_count(expectation.decoded, expectation.predicates,
+                                        self.model.state.svl_bytes)
+        elif op in MEMORY_OPS:
+            counts["retired_ldst"] += 1
+        else:
+            counts["retired_other"] += 1
 
     def _repredict_with_holes(self, expectation: Expectation,
                               forced: list[tuple[int, int, bool]]) -> None:

@@ -87,6 +87,7 @@ async def run_program(session: Session, program: Program) -> None:
     await bench.reset(smcr_len=smcr_len_for(initial.svl), sme_enable=True, fpcr=initial.fpcr,
                       memory=initial.memory.copy())
     await bench.load_state(initial)
+    perf_before = bench.perf()
     if not program.sme_enabled:
         bench.set_inputs(sme_enable=False)
     bench.bus.forced_error_rate = program.forced_error_rate
@@ -131,21 +132,24 @@ async def run_program(session: Session, program: Program) -> None:
     if (host.sp, host.fpsr) != (state.sp, state.fpsr):
         raise AssertionError(f"program {program.name}: SP/FPSR 0x{host.sp:x}/0x{host.fpsr:x}, "
                              f"model 0x{state.sp:x}/0x{state.fpsr:x}")
-    check_perf(bench, program.name)
+    check_perf(bench, perf_before, scoreboard, program.name)
     session.stats.update(programs=1, instructions=scoreboard.checked,
                          partial_store_bytes=scoreboard.partial_store_bytes)
 
 
-def check_perf(bench: EngineBench, name: str) -> None:
-    """Consistency of the performance counters (their exact definitions belong to hw/)."""
-    perf = bench.perf()
-    if perf["busy_cycles"] > perf["cycles"]:
-        raise AssertionError(f"program {name}: perf busy_cycles {perf['busy_cycles']} > cycles "
-                             f"{perf['cycles']}")
-    categories = perf["retired_mopa"] + perf["retired_ldst"] + perf["retired_other"]
-    if categories != perf["retired"]:
-        raise AssertionError(f"program {name}: perf retired {perf['retired']} != mopa+ldst+other "
-                             f"{categories}")
+def check_perf(bench: EngineBench, before: dict, scoreboard: Scoreboard, name: str) -> None:
+    """The performance counters over the program: every instruction counted in its class, the
+    exact number of multiply-accumulates, and busy cycles within cycles."""
+    after = bench.perf()
+    delta = {counter: after[counter] - before[counter] for counter in after}
+    if delta["busy_cycles"] > delta["cycles"]:
+        raise AssertionError(f"program {name}: perf busy_cycles {delta['busy_cycles']} > cycles "
+                             f"{delta['cycles']}")
+    for counter in ("retired", "retired_mopa", "retired_ldst", "retired_other", "traps",
+                    "macs"):
+        if delta[counter] != scoreboard.expected_perf[counter]:
+            raise AssertionError(f"program {name}: perf {counter} counted {delta[counter]}, "
+                                 f"expected {scoreboard.expected_perf[counter]}")
 
 
 def _scaled(programs: list[Program], scale: float) -> list[Program]:
@@ -182,4 +186,60 @@ async def random_streams(dut) -> None:
     for program in random_programs(session.config, session.svl, session.rng, count,
                                    length):
         await session.run(program)
+    session.finish()
+
+
+#: Instructions of the ZA-context walk: they change ZA, PSTATE.ZA and scalars, never Z, P, SM or
+#: memory, the state the contexts share.
+_CONTEXT_WALK = ("int_mopa", "add_vector_to_tile", "zero_za", "ld1_tile", "mova_to_tile",
+                 "ldr_za", "mrs_svcr")
+
+
+def _configured_contexts() -> int:
+    fields = settings().get("config")
+    return config_from_json(fields).za_contexts if fields else 1
+
+
+@cocotb.test(skip=_configured_contexts() < 2)
+async def za_contexts(dut) -> None:
+    """Every ZA context keeps its own ZA array and PSTATE.ZA across switches, while Z, P and
+    PSTATE.SM are shared: a walk of random ZA instructions (and SMSTART/SMSTOP ZA) over random
+    context switches, each context checked against its own reference model."""
+    from sw.isa import FORMS, FORMS_BY_NAME
+    from tb.programs import initial_state, instance
+
+    session = Session(dut, "za_contexts")
+    bench, config, svl, rng = session.bench, session.config, session.svl, session.rng
+    contexts = config.za_contexts
+    states = [initial_state(rng, svl, 3) for _ in range(contexts)]
+    for state in states[1:]:                  # what the contexts share
+        state.z, state.p, state.x, state.memory = (states[0].z, states[0].p, states[0].x,
+                                                   states[0].memory)
+    await bench.reset(smcr_len=smcr_len_for(svl), memory=states[0].memory.copy())
+    for context, state in enumerate(states):
+        bench.set_inputs(za_context=context)
+        await bench.load_state(state)
+    scoreboards = [Scoreboard(config, state, bench.bus, coverage=session.coverage,
+                              name=f"context {context}") for context, state in enumerate(states)]
+    host = ScalarFile(states[0].x, states[0].sp, states[0].fpsr)
+    pool = [form for form in FORMS if form.op in _CONTEXT_WALK and config.has(form.feature)]
+    pool += [FORMS_BY_NAME["SMSTART_ZA"], FORMS_BY_NAME["SMSTOP_ZA"]]
+    context = contexts - 1
+    for step in range(150):
+        if rng.random() < 0.3:
+            context = rng.randrange(contexts)
+            bench.set_inputs(za_context=context)
+            scoreboards[context].compare_state(await bench.snapshot(),
+                                               after=f"switching to context {context}")
+        word = instance(rng.choice(pool), rng)
+        scoreboard = scoreboards[context]
+        scoreboard.predict(word)
+        result = await bench.execute(word, host.sources(word))
+        scoreboard.check(result)
+        host.retire(word, result)
+        scoreboard.compare_state(await bench.snapshot(), after=f"step {step}")
+    for context, scoreboard in enumerate(scoreboards):
+        bench.set_inputs(za_context=context)
+        scoreboard.compare_state(await bench.snapshot(), after="the walk")
+    session.stats.update(programs=1, instructions=sum(s.checked for s in scoreboards))
     session.finish()

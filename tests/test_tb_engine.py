@@ -40,6 +40,7 @@ def _label(test_name: str) -> str | None:
     """The output directory label of a regression test (by pytest item name)."""
     fixed = {"test_svl128_random": "svl128-random", "test_svl256_random": "svl256-random",
              "test_svl256_build_at_svl128": "svl256-len0", "test_svl512_smoke": "svl512-smoke",
+             "test_variant_configuration": "variant",
              "test_icarus_smoke": "icarus-svl128"}
     if test_name in fixed:
         return fixed[test_name]
@@ -52,9 +53,10 @@ def _label(test_name: str) -> str | None:
 
 def _run(label: str, max_svl: int, tests: list[str], *, svl: int | None = None,
          simulator: str = "verilator", programs: int = 8, length: int = 60,
-         check_every: bool = False, scale: float = 1.0, seed: int = SEED) -> dict:
+         check_every: bool = False, scale: float = 1.0, seed: int = SEED,
+         config: EngineConfig | None = None) -> dict:
     """Build (cached) and run cocotb tests of ``tb.test_engine``; print what it measured."""
-    config = EngineConfig(max_svl=max_svl)
+    config = config or EngineConfig(max_svl=max_svl)
     build = build_engine(config, simulator)
     directory = OUTPUT / label
     settings = {"config": config_to_json(config), "svl": svl or max_svl, "seed": seed,
@@ -108,6 +110,20 @@ def test_svl256_build_at_svl128():
     """The 256-bit engine running at SVL 128 (SMCR.LEN=0): slices, traps, random traffic."""
     _run("svl256-len0", 256, ["directed_slices", "directed_svcr", "directed_memory_errors",
                               "random_streams"], svl=128, programs=4, scale=0.5)
+
+
+#: A configuration unlike the default ones: a 64-bit bus (multi-beat slices), two ZA
+#: contexts, two supported SVLs, and only some features (the others' forms are UNDEF).
+VARIANT = EngineConfig(max_svl=256, supported_svls=(128, 256), mem_data_width=64, za_contexts=2,
+                       features=frozenset({"I8I32", "F32F32"}))
+
+
+def test_variant_configuration():
+    """The variant engine running at SVL 128: memory traffic over a narrow bus, absent
+    features, every form, random streams, and ZA context switches."""
+    _run("variant", VARIANT.max_svl, ["directed_forms", "directed_memory_errors",
+                                      "directed_unallocated", "random_streams", "za_contexts"],
+         svl=128, programs=4, config=VARIANT)
 
 
 def test_svl512_smoke():

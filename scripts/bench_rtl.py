@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Performance of the RTL engine, measured in simulation (the workloads are in tb/bench.py).
+
+Prints, per SVL:
+
+* outer products per cycle: 1,000 independent MOPAs issued back to back (rotating over the four
+  .S tiles) and 1,000 that all accumulate into one tile, integer (SMOPA) and floating point
+  (FMOPA); the figure is outer products retired per busy cycle of the engine (the cycles from
+  the first instruction entering to the last tile write);
+* slice loads per memory beat for aligned and unaligned LD1W tile slices, and cycles per slice;
+* simulated cycles per second on Verilator (and on Icarus with ``--icarus``): under the cocotb
+  testbench running a random mixed program, and free-running (clock only);
+* Verilator build time (``--build-times``: cold builds into a scratch cache, Verilog
+  generation included).
+
+Cycle figures are deterministic; seconds depend on the machine.
+
+Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--icarus] [--build-times]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sw.config import EngineConfig  # noqa: E402
+
+WORKLOADS = ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp",
+             "slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned", "mixed",
+             "free_running")
+
+
+def run_workloads(config: EngineConfig, simulator: str, workloads) -> dict:
+    from tb.runner import build_engine, config_to_json
+
+    build = build_engine(config, simulator)
+    with tempfile.TemporaryDirectory() as directory:
+        output = Path(directory) / "bench.json"
+        settings = {"config": config_to_json(config), "workloads": list(workloads),
+                    "output": str(output)}
+        build.run("tb.bench", extra_env={"ZATILE_BENCH": json.dumps(settings),
+                                         "COCOTB_LOG_LEVEL": "WARNING"},
+                  test_dir=Path(directory), log_file=Path(directory) / "sim.log")
+        return json.loads(output.read_text())
+
+
+def report(svl: int, results: dict) -> None:
+    print(f"SVL {svl}")
+    for name in ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp"):
+        if name in results:
+            r = results[name]
+            print(f"  {name:<22} {r['retired_mopa'] / r['busy_cycles']:.3f} outer products/cycle "
+                  f"({r['retired_mopa']} in {r['busy_cycles']} cycles, {r['macs']} MACs)")
+    for name in ("slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned"):
+        if name in results:
+            r = results[name]
+            print(f"  {name:<22} {r['instructions'] / r['memory_requests']:.2f} slices/beat, "
+                  f"{r['busy_cycles'] / r['instructions']:.2f} cycles/slice "
+                  f"({r['memory_requests']} beats)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--svl", type=int, nargs="+", default=[128, 256])
+    parser.add_argument("--icarus", action="store_true", help="also measure Icarus speed")
+    parser.add_argument("--build-times", action="store_true",
+                        help="cold Verilator builds at SVL 128, 256 and 512")
+    args = parser.parse_args()
+    for svl in args.svl:
+        config = EngineConfig(max_svl=svl)
+        results = run_workloads(config, "verilator", WORKLOADS)
+        report(svl, results)
+        simulators = {"Verilator": results}
+        if args.icarus:
+            simulators["Icarus"] = run_workloads(config, "icarus", ["mixed", "free_running"])
+        for simulator, figures in simulators.items():
+            mixed, free = figures["mixed"], figures["free_running"]
+            print(f"  {simulator:<9} {mixed['cycles'] / mixed['wall_seconds']:>9,.0f} cycles/s "
+                  f"under the cocotb testbench ({mixed['instructions']} random instructions), "
+                  f"{free['cycles'] / free['wall_seconds']:,.0f} cycles/s free-running")
+    if args.build_times:
+        from tb import runner
+        for svl in (128, 256, 512):
+            with tempfile.TemporaryDirectory() as cache:
+                runner.CACHE = Path(cache)
+                started = time.monotonic()
+                build = runner.build_engine(EngineConfig(max_svl=svl), "verilator")
+                total = time.monotonic() - started
+                generated = json.loads(next(Path(cache).glob("verilog-*/generated.json"))
+                                       .read_text())["seconds"]
+                print(f"Verilator build, SVL {svl}: {total:.0f} s (Verilog generation "
+                      f"{generated:.0f} s, Verilator and C++ {build.seconds:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

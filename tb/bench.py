@@ -1,0 +1,125 @@
+"""Performance workloads on the engine (a cocotb test module, run by ``scripts/bench_rtl.py``).
+
+``ZATILE_BENCH`` (JSON) names the configuration, the workloads and an output file. Every
+workload is issued as one stream with no pauses on any handshake, from a state with SVCR=3,
+P0 all true and random Z; its figures come from the engine's performance counters (deltas over
+the workload), the number of memory requests, and the wall-clock time of the simulation:
+
+``mopa_rotating_int`` / ``mopa_rotating_fp``
+    1,000 SMOPA / FMOPA .S cycling over the four .S tiles (independent accumulators).
+``mopa_one_tile_int`` / ``mopa_one_tile_fp``
+    1,000 SMOPA / FMOPA into ZA0.S (each depends on the one before).
+``slice_loads_aligned`` / ``slice_loads_unaligned``
+    256 horizontal LD1W .S tile slices from consecutive vectors of memory, at an address aligned
+    to the bus width, or 4 bytes off it.
+``slice_stores_aligned``
+    256 horizontal ST1W .S tile slices.
+``mixed``
+    A random program of the whole subset (:func:`sim.progen.generate_program`), for the
+    simulator's cycles per second with the testbench at work on every handshake.
+``free_running``
+    20,000 cycles of the idle engine with nothing but the clock running: the simulator's own
+    speed on this design.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import cocotb
+import numpy as np
+from cocotb.triggers import Timer
+
+from sim.progen import generate_program
+from sim.state import Memory
+from sw.asm import assemble_line
+from tb.engine import CLOCK_NS, EngineBench, smcr_len_for
+from tb.issue import ScalarFile, sources_for
+from tb.runner import config_from_json
+
+DATA = 0x10_0000
+COUNT = 1000
+SLICES = 256
+
+
+def _mopas(kind: str, rotate: bool) -> list[tuple[int, tuple]]:
+    words = []
+    for index in range(COUNT):
+        tile = index % 4 if rotate else 0
+        zn, zm = index % 8, 8 + index % 8
+        if kind == "int":
+            text = f"smopa za{tile}.s, p0/m, p0/m, z{zn}.b, z{zm}.b"
+        else:
+            text = f"fmopa za{tile}.s, p0/m, p0/m, z{zn}.s, z{zm}.s"
+        words.append((assemble_line(text), ()))
+    return words
+
+
+def _slices(store: bool, offset: int, svl_bytes: int) -> list[tuple[int, tuple]]:
+    text = ("st1w {za0h.s[w12, 0]}, p0, [x0, x8, lsl #2]" if store
+            else "ld1w {za0h.s[w12, 0]}, p0/z, [x0, x8, lsl #2]")
+    word = assemble_line(text)
+    dim = svl_bytes // 4
+    # The CPU advances the slice selector and the element index between instructions.
+    return [(word, sources_for(word, {"rs": index, "rn": DATA + offset, "rm": index * dim}))
+            for index in range(SLICES)]
+
+
+async def _measure(bench: EngineBench, stream: list[tuple[int, tuple]]) -> dict:
+    before, requests = bench.perf(), bench.memory.requests
+    started = time.monotonic()
+    for word, sources in stream:
+        bench.issue_nowait(word, sources, lambda result: None)
+    await bench.drain()
+    await bench.wait_idle()
+    wall = time.monotonic() - started
+    after = bench.perf()
+    delta = {name: after[name] - before[name] for name in after}
+    delta["memory_requests"] = bench.memory.requests - requests
+    delta["wall_seconds"] = wall
+    return delta
+
+
+@cocotb.test()
+async def workloads(dut) -> None:
+    settings = json.loads(os.environ["ZATILE_BENCH"])
+    config = config_from_json(settings["config"])
+    svl = config.max_svl
+    svl_bytes = svl // 8
+    rng = random.Random(1)
+    bench = EngineBench(dut, config, seed=1, pauses="none", timeout_cycles=200_000)
+    memory = Memory({DATA: np.frombuffer(rng.randbytes(SLICES * svl_bytes + 64), np.uint8)})
+    await bench.reset(smcr_len=smcr_len_for(svl), memory=memory)
+    for text in ["smstart", "ptrue p0.b"] + [f"mov z{n}.b, #{n + 1}" for n in range(16)]:
+        result = await bench.execute(assemble_line(text))
+        assert result.status == "OK", text
+    results = {}
+    for name in settings["workloads"]:
+        if name.startswith("mopa_"):
+            stream = _mopas(name.rsplit("_", 1)[1], rotate=name.startswith("mopa_rotating"))
+        elif name.startswith("slice_"):
+            stream = _slices(store="stores" in name, offset=4 if "unaligned" in name else 0,
+                             svl_bytes=svl_bytes)
+        elif name == "free_running":
+            started = time.monotonic()
+            await Timer(20_000 * CLOCK_NS, "ns")     # no Python per cycle
+            results[name] = {"cycles": 20_000, "wall_seconds": time.monotonic() - started,
+                             "instructions": 0}
+            continue
+        elif name == "mixed":
+            program = generate_program(rng, svl, 2000)
+            host = ScalarFile(program.initial.x, program.initial.sp, program.initial.fpsr)
+            await bench.load_state(program.initial)
+            bench.bus.memory = program.initial.memory.copy()
+            stream = [(assemble_line(line), None) for line in program.text.splitlines()
+                      if line.strip()]
+            stream = [(word, host.sources(word)) for word, _ in stream]
+        else:
+            raise ValueError(f"unknown workload {name!r}")
+        results[name] = await _measure(bench, stream)
+        results[name]["instructions"] = len(stream)
+    Path(settings["output"]).write_text(json.dumps(results, indent=1))
