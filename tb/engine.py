@@ -334,7 +334,8 @@ class RtlEngine(Engine):
 
     @property
     def svl(self) -> int:
-        return read_int(signal(self._bench.dut, "svl_bytes")) * 8
+        # What the engine's svl_bytes output shows once the smcr_len input has been applied.
+        return self.config.effective_svl_for_len(self._smcr_len)
 
     @property
     def fpcr(self) -> int:

@@ -20,8 +20,9 @@ from sw.abi.mm import DATA_BASE, STACK_TOP
 from sw.abi.program import Call, Executable, Mov, Ret, Syscall
 from sw.abi.sigframe import ContextRecord, frame_records
 from sw.config import EngineConfig
+from sw.driver import ModelEngine
 
-__all__ = ["SVLS", "DATA_BASE", "new_kernel", "run_to_completion", "pattern", "load_za",
+__all__ = ["SVLS", "DATA_BASE", "use_engine", "new_kernel", "run_to_completion", "pattern", "load_za",
            "store_za", "load_z_p", "store_z_p", "z_p_bytes", "set_vl", "install_handler",
            "exit_", "FrameCapture", "validate_frame", "start"]
 
@@ -29,8 +30,19 @@ __all__ = ["SVLS", "DATA_BASE", "new_kernel", "run_to_completion", "pattern", "l
 SVLS = (128, 256, 512)
 
 
+#: The engine behind every kernel ``new_kernel`` makes: the reference model in-process, or
+#: whatever :func:`use_engine` installed (the RTL harness, tb/abi.py, installs the RTL engine).
+_engine_class = ModelEngine
+
+
+def use_engine(engine_class) -> None:
+    """Make ``new_kernel`` build its kernels on ``engine_class(config, memory)``."""
+    global _engine_class
+    _engine_class = engine_class
+
+
 def new_kernel(max_svl: int = 512, **kwargs) -> Kernel:
-    return Kernel(EngineConfig(max_svl=max_svl), **kwargs)
+    return Kernel(EngineConfig(max_svl=max_svl), engine_class=_engine_class, **kwargs)
 
 
 def run_to_completion(kernel: Kernel, max_steps: int = 200_000, **kwargs) -> None:
