@@ -15,7 +15,7 @@ import pytest
 from sim.tools import tools_required
 from sw.abi import constants as c
 from sw.abi import libc
-from sw.abi.cpufeatures import hwcap2_from_id
+from sw.abi.cpufeatures import SME_HWCAP_RULES, hwcap2_from_id
 from sw.abi.kernel import SYSCTL_SME_DEFAULT_VL, Kernel, UserContext
 from sw.abi.layouts import Elf64Ehdr, Elf64Nhdr, Elf64Phdr, round_up, za_pt_size
 from sw.abi.mm import KERNEL_BASE
@@ -294,9 +294,13 @@ def test_vec_syscfg_prctl_get():
 
 
 def test_vec_syscfg_prctl_set_same():
-    process, _ = run_single(Executable({"main": [*prctl_step("set", c.PR_SME_SET_VL, 32),
-                                                 exit_(0)]}))
-    assert reports(process) == {"set": 32}
+    """Setting the VL RDSVL reports leaves it unchanged."""
+    def set_current(context):
+        context.x[9] = libc.prctl(context, c.PR_SME_SET_VL, context.x[9]) & 0xFFFF_FFFF
+    process, _ = run_single(Executable({"main": [
+        "rdsvl x9, #1", report("before"), Call(set_current), report("set"), "rdsvl x9, #1",
+        report("after"), exit_(0)]}))
+    assert reports(process) == {"before": 32, "set": 32, "after": 32}
 
 
 def test_vec_syscfg_prctl_set():
@@ -333,21 +337,22 @@ def test_vec_syscfg_prctl_set_onexec():
 @pytest.mark.parametrize("config", [EngineConfig(max_svl=2048), SPARSE,
                                     EngineConfig(max_svl=512, supported_svls=(512,))])
 def test_vec_syscfg_prctl_set_all_vqs(config):
+    """Every VQ 1..512: below the minimum => minimum, above the maximum => maximum, else
+    rounded down; and RDSVL right after each prctl() reports the VL it returned."""
     kernel = Kernel(config)
     lengths = kernel.lengths
     seen = []
-
-    def sweep(context):
-        for vq in range(1, 513):
-            result = libc.prctl(context, c.PR_SME_SET_VL, 16 * vq)
-            seen.append((vq, result))
-
-    process, _ = run_single(Executable({"main": [Call(sweep), exit_(0)]}), kernel)
-    for vq, result in seen:
+    steps = []
+    for vq in range(1, 513):
+        steps += [Syscall(c.NR_PRCTL, (c.PR_SME_SET_VL, 16 * vq, 0, 0, 0)), "rdsvl x9, #1",
+                  Call(lambda ctx, vq=vq: seen.append((vq, ctx.x[0], ctx.x[9])))]
+    process, _ = run_single(Executable({"main": [*steps, exit_(0)]}), kernel)
+    assert len(seen) == 512
+    for vq, result, rdsvl in seen:
         vl = 16 * vq
         expected = lengths.min_vl if vl < lengths.min_vl else lengths.max_vl \
             if vl > lengths.max_vl else max(s for s in lengths.supported if s <= vl)
-        assert result == expected, f"VQ {vq}"
+        assert (result, rdsvl) == (expected, expected), f"VQ {vq}"
     assert process.threads[0].fp.sme_vl == lengths.max_vl
 
 
@@ -606,13 +611,17 @@ FEATURE_PROBES = {
     "F16F32": (c.HWCAP2_SME_F16F32, "fmopa za0.s, p0/m, p0/m, z0.h, z1.h"),
     "B16F32": (c.HWCAP2_SME_B16F32, "bfmopa za0.s, p0/m, p0/m, z0.h, z1.h"),
 }
+#: hwcap.c's SME2 probe, one of its "reliable" ones (SIGILL guaranteed without SME2):
+#: SMSTART ZA; ZERO {ZT0}; SMSTOP.
+SME2_PROBE = ["smstart za", 0xC0480001, "smstop"]
 
 
 @pytest.mark.parametrize("present", [frozenset(), frozenset({"I8I32", "F64F64"}),
                                      frozenset(FEATURE_PROBES)])
 def test_hwcap(present):
     """kselftest abi/hwcap for SME: each feature HWCAP is set iff its instruction executes
-    (SIGILL otherwise)."""
+    (SIGILL otherwise); the SME2 probe raises SIGILL (the engine has no SME2); cpuinfo lists
+    exactly the features whose HWCAP is set."""
     kernel = Kernel(EngineConfig(max_svl=256, features=present))
     assert kernel.hwcap2 & c.HWCAP2_SME
     for feature, (hwcap, instruction) in FEATURE_PROBES.items():
@@ -623,6 +632,16 @@ def test_hwcap(present):
         assert executes == bool(kernel.hwcap2 & hwcap) == (feature in present), feature
         if not executes:
             assert process.exit_signal == c.SIGILL
+    assert not kernel.hwcap2 & c.HWCAP2_SME2
+    process = start(kernel, Executable({"main": [*SME2_PROBE, exit_(0)]}), "/bin/sme2")
+    run_to_completion(kernel)
+    assert process.exit_signal == c.SIGILL
+    # cpuinfo_match: a feature name is in the Features line iff its HWCAP is set.
+    features = kernel.read_file("/proc/cpuinfo").decode()
+    for name, hwcap in [("sme", c.HWCAP2_SME)] + [(rule.name, rule.hwcap)
+                                                   for rule in SME_HWCAP_RULES]:
+        listed = f" {name} " in features or f" {name}\n" in features
+        assert listed == bool(kernel.hwcap2 & hwcap), name
 
 
 # --------------------------------------------------------------------------- job control

@@ -82,26 +82,34 @@ def idle_session(**kwargs) -> Session:
 
 # ------------------------------------------------------------------------------ za-ptrace
 def test_za_ptrace():
-    """kselftest za-ptrace: every VQ 1..512 header-only, then data round trips per VL."""
+    """kselftest za-ptrace, in its order, for every VQ 1..512: a header-only write of the VL;
+    the VL read back is the one prctl() chooses for that request in the tracer; for a VL
+    prctl() accepts as is, a header-only write reads back as disabled ZA and a full payload
+    reads back unchanged."""
     session = idle_session()
-    lengths = session.kernel.lengths
+    max_vl = session.kernel.lengths.max_vl
+    with_data = []
     for vq in range(1, 513):
         vl = 16 * vq
+        prctl_vl = libc.prctl(session.tracer, c.PR_SME_SET_VL, vl)
         assert session.set(c.NT_ARM_ZA, za_header(vl))[0] == 0, f"VL {vl}"
         result, data, _ = session.get(c.NT_ARM_ZA, REGSET_ZA_BYTES)
         header = UserZaHeader.unpack(data)
-        assert result == 0 and header.vl == lengths.find_supported(min(vl, c.VL_ARCH_MAX))
-    for vl in lengths.supported:
+        assert result == 0 and header.vl == prctl_vl, f"VL {vl}"
+        if prctl_vl != vl:
+            continue
+        with_data.append(vl)
         assert session.set(c.NT_ARM_ZA, za_header(vl))[0] == 0
         header = UserZaHeader.unpack(session.get(c.NT_ARM_ZA, REGSET_ZA_BYTES)[1])
-        assert header.size == 16, "Disabled ZA"
+        assert header.size == 16, f"Disabled ZA for VL {vl}"
         rows = pattern(vl * vl, vl)
-        assert session.set(c.NT_ARM_ZA, za_header(vl, za_pt_size(vl // 16)) + rows)[0] == 0
+        assert session.set(c.NT_ARM_ZA, za_header(vl, za_pt_size(vq)) + rows)[0] == 0
         result, data, _ = session.get(c.NT_ARM_ZA, REGSET_ZA_BYTES)
         header = UserZaHeader.unpack(data)
         assert (header.vl, header.size, header.max_size, header.max_vl) == \
-            (vl, za_pt_size(vl // 16), za_pt_size(vl // 16), lengths.max_vl)
-        assert data[16:16 + vl * vl] == rows
+            (vl, za_pt_size(vq), za_pt_size(vq), max_vl)
+        assert data[16:16 + vl * vl] == rows, f"Data match for VL {vl}"
+    assert with_data == list(session.kernel.lengths.supported)
 
 
 def test_za_write_is_seen_by_the_tracee():
@@ -189,6 +197,54 @@ def test_ssve_inherit_flag_round_trip_and_fpsimd_format_rejected():
     assert UserSveHeader.unpack(session.get(c.NT_ARM_SSVE, 16)[1]).flags == c.SVE_PT_REGS_SVE
     assert session.set(c.NT_ARM_SSVE, sve_header(32, c.SVE_PT_REGS_FPSIMD)
                        + bytes(528))[0] == -c.EINVAL, "≥6.16: streaming state needs SVE format"
+
+
+#: sve-ptrace sweeps the VQs the architecture allows plus one, to see the clamping.
+SVE_PTRACE_TEST_VQ_MAX = 17
+
+
+def test_sve_ptrace_ssve_set_get_vl():
+    """kselftest sve-ptrace ``ptrace_set_get_vl`` for "Streaming SVE": a header-only write of
+    each VL (SVE format: ≥6.16 refuses FPSIMD format for streaming state) sets the VL that
+    prctl() chooses for that request in the tracer, and enters streaming mode with every
+    register zero (no register content was provided)."""
+    session = idle_session()
+    for vq in range(1, SVE_PTRACE_TEST_VQ_MAX + 1):
+        vl = 16 * vq
+        prctl_vl = libc.prctl(session.tracer, c.PR_SME_SET_VL, vl)
+        assert session.set(c.NT_ARM_SSVE, sve_header(vl, c.SVE_PT_REGS_SVE))[0] == 0, f"VL {vl}"
+        result, data, _ = session.get(c.NT_ARM_SSVE, REGSET_SSVE_BYTES)
+        header = UserSveHeader.unpack(data)
+        size = sve_pt_size(prctl_vl // 16, c.SVE_PT_REGS_SVE)
+        assert result == 0 and (header.vl, header.flags, header.size) == \
+            (prctl_vl, c.SVE_PT_REGS_SVE, size), f"VL {vl}"
+        assert data[16:size] == bytes(size - 16), f"VL {vl}: registers not zeroed"
+
+
+@pytest.mark.parametrize("vl", [16, 32, 64])
+def test_sve_ptrace_ssve_set_fpsimd_get_sve_data(vl):
+    """kselftest sve-ptrace ``ptrace_set_fpsimd_get_sve_data`` for "Streaming SVE": after
+    an SVE-format write (streaming mode, nonzero registers), an NT_PRFPREG write reads back
+    through NT_ARM_SSVE in SVE format: V in the low 128 bits of each Z, the rest of Z and
+    all of P zero, FPSR/FPCR as written."""
+    session = idle_session()
+    vq = vl // 16
+    size = sve_pt_size(vq, c.SVE_PT_REGS_SVE)
+    registers = pattern(z_p_bytes(vl), vl)
+    payload = registers + bytes(size - 16 - len(registers))
+    assert session.set(c.NT_ARM_SSVE, sve_header(vl, c.SVE_PT_REGS_SVE, size) + payload)[0] == 0
+    vregs = pattern(512, vl + 1)
+    fpsimd = UserFpsimdState(vregs=vregs, fpsr=0x8000_0010, fpcr=0x0200_0000).pack()
+    assert session.set(c.NT_PRFPREG, fpsimd)[0] == 0
+    result, data, _ = session.get(c.NT_ARM_SSVE, REGSET_SSVE_BYTES)
+    header = UserSveHeader.unpack(data)
+    assert result == 0 and (header.vl, header.flags, header.size) == \
+        (vl, c.SVE_PT_REGS_SVE, size)
+    expected_z = b"".join(vregs[16 * n:16 * n + 16] + bytes(vl - 16) for n in range(32))
+    assert data[16:16 + len(registers)] == expected_z + bytes(16 * (vl // 8))
+    fpsr_offset = sve_pt_sve_fpsr_offset(vq)
+    assert data[fpsr_offset:fpsr_offset + 8] == (0x8000_0010).to_bytes(4, "little") + \
+        (0x0200_0000).to_bytes(4, "little")
 
 
 def test_inactive_ssve_reads_as_a_header_only():
@@ -304,6 +360,9 @@ def test_fp_ptrace(svcr_in, write, vl):
     if sm_in:
         assert ssve_header.flags & c.SVE_PT_REGS_MASK == c.SVE_PT_REGS_SVE
         assert ssve[16:16 + len(registers)] == registers
+        fpsr_offset = sve_pt_sve_fpsr_offset(vl // 16)
+        assert ssve[fpsr_offset:fpsr_offset + 8] == (0x11).to_bytes(4, "little") + \
+            (0x0300_0000).to_bytes(4, "little")
     else:
         assert ssve_header.size == 16
 

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from sw.abi import constants as c
 from sw.abi import libc
 from sw.abi.layouts import (
-    RT_SIGFRAME_MCONTEXT_OFFSET, ContextHeader, EsrContext, ExtraContext, FpsimdContext,
-    SigContext, SveContext, UContext, ZaContext, round_up, sve_sig_context_size,
-    za_sig_context_size,
+    RT_SIGFRAME_MCONTEXT_OFFSET, RT_SIGFRAME_RESERVED_OFFSET, SIGCONTEXT_RESERVED_SIZE,
+    ContextHeader, EsrContext, ExtraContext, FpsimdContext, SigContext, SveContext, UContext,
+    ZaContext, round_up, sve_sig_context_size, za_sig_context_size,
 )
 from sw.abi.mm import STACK_TOP
 from sw.abi.program import Brk, Call, Executable, Mov, Mrs, Msr, Ret, Syscall
@@ -145,6 +145,27 @@ def test_signal_handler_entry_state(svl):
     assert seen["svcr"] == 0
 
 
+def test_fpsimd_state_is_restored_by_sigreturn():
+    """fp-stress's fpsimd-test, deterministically: V0-V31, FPSR and FPCR saved in the frame
+    come back after a handler that changed them all (and entered streaming mode, which
+    zeroes V and resets FPSR)."""
+    vregs, clobber = pattern(512, 41), pattern(512, 42)
+    seen = {}
+
+    def set_registers(context, values, fpsr, fpcr):
+        context.vregs, context.fpsr, context.fpcr = values, fpsr, fpcr
+
+    handler_extra = [Call(lambda ctx: set_registers(ctx, clobber, 0x8, 0x0040_0000)),
+                     "smstart sm"]
+    after = [Call(lambda ctx: seen.update(v=ctx.vregs, fpsr=ctx.fpsr, fpcr=ctx.fpcr))]
+    _, capture, _ = run_and_capture(
+        256, [Call(lambda ctx: set_registers(ctx, vregs, 0x11, 0x0300_0000))], after=after,
+        handler_extra=handler_extra)
+    fpsimd = FpsimdContext.unpack(capture.record(c.FPSIMD_MAGIC).data)
+    assert (fpsimd.vregs, fpsimd.fpsr, fpsimd.fpcr) == (vregs, 0x11, 0x0300_0000)
+    assert seen == {"v": vregs, "fpsr": 0x11, "fpcr": 0x0300_0000}
+
+
 # ------------------------------------------------------------------------------ traps
 def expect_sigill(steps: list) -> None:
     kernel = new_kernel()
@@ -167,12 +188,39 @@ def test_streaming_sve_instruction_outside_streaming_mode_is_sigill():
     expect_sigill(["smstart za", "ptrue p0.s"])
 
 
-@pytest.mark.skip(reason="needs an instruction that is illegal in streaming mode (SMTC 1); the "
-                  "engine executes only the SME subset and its streaming-SVE subset, none of which "
-                  "is illegal in streaming mode, and Advanced SIMD is CPU-side, not an engine "
-                  "instruction")
 def test_sme_trap_non_streaming():
-    """kselftest: SMSTART SM + ``cnt v0.16b`` => SIGILL (not with FA64)."""
+    """kselftest: SMSTART SM + ``cnt v0.16b`` => SIGILL (the engine has no FA64).
+
+    Advanced SIMD is CPU-side in the model: a step touching V0-V31 is such an instruction,
+    and in streaming mode the CPU rejects it (SIGILL, ILL_ILLOPC, at that instruction).
+    """
+    kernel = new_kernel()
+    assert not kernel.hwcap2 & c.HWCAP2_SME_FA64
+    seen = {}
+
+    def record(context):
+        info = context.read(context.x[1], 24)
+        seen.update(signo=int.from_bytes(info[0:4], "little"),
+                    code=int.from_bytes(info[8:12], "little", signed=True),
+                    addr=int.from_bytes(info[16:24], "little"))
+        context.syscall(c.NR_EXIT_GROUP, 0)
+
+    def advanced_simd(context):
+        context.vregs = bytes(512)
+
+    program = Executable({"main": [install_handler(c.SIGILL), "smstart sm",
+                                   Call(advanced_simd), exit_(1)],
+                          "handler": [Call(record)]})
+    process = start(kernel, program)
+    run_to_completion(kernel)
+    assert process.exit_code == 0
+    assert seen == {"signo": c.SIGILL, "code": c.ILL_ILLOPC,
+                    "addr": process.mm.symbols["main"] + 8}
+    # Outside streaming mode the same instruction executes.
+    non_streaming = start(kernel, Executable({"main": [Call(advanced_simd), exit_(0)]}),
+                          "/bin/non-streaming")
+    run_to_completion(kernel)
+    assert non_streaming.exit_code == 0
 
 
 def test_sigill_siginfo_names_the_instruction():
@@ -264,6 +312,23 @@ def test_fake_sigreturn_bad_size(record_size):
     assert fake_sigreturn(mutate).exit_signal == c.SIGSEGV
 
 
+@pytest.mark.parametrize("overrun", [False, True])
+def test_fake_sigreturn_bad_size_esr_filling_reserved(overrun):
+    """The kselftest's own construction: an esr_context appended at the terminator is fine
+    with its true size (16) and a terminator after it; grown, 16-aligned, to end exactly at
+    the end of ``__reserved`` it leaves no room for the next header => SIGSEGV."""
+    def mutate(image, frame):
+        end = terminator_offset(image, frame)
+        size = RT_SIGFRAME_RESERVED_OFFSET + SIGCONTEXT_RESERVED_SIZE - end if overrun else 16
+        put(image, end, ContextHeader(magic=c.ESR_MAGIC, size=size).pack() + bytes(8))
+        return put(image, end + size, ContextHeader(magic=0, size=0).pack())
+    process = fake_sigreturn(mutate)
+    if overrun:
+        assert process.exit_signal == c.SIGSEGV
+    else:
+        assert process.exit_code == 0
+
+
 def test_fake_sigreturn_bad_size_for_magic0():
     def mutate(image, frame):
         return put(image, terminator_offset(image, frame) + 4, (16).to_bytes(4, "little"))
@@ -292,15 +357,24 @@ def test_fake_sigreturn_missing_fpsimd():
     assert fake_sigreturn(mutate).exit_signal == c.SIGSEGV
 
 
-@pytest.mark.parametrize("record", ["sve", "za"])
-def test_fake_sigreturn_sme_change_vl(record):
-    """FAKE_SIGRETURN_SSVE_CHANGE: a VL different from the task's is never accepted."""
-    magic = c.SVE_MAGIC if record == "sve" else c.ZA_MAGIC
+@pytest.mark.parametrize("magic, setup", [
+    (c.SVE_MAGIC, ()), (c.SVE_MAGIC, ("smstart sm",)), (c.ZA_MAGIC, ()),
+    (c.ZA_MAGIC, ("smstart za",)),
+], ids=["sve_header_only", "sve_streaming", "za_header_only", "za_payload"])
+def test_fake_sigreturn_sme_change_vl(magic, setup):
+    """FAKE_SIGRETURN_SSVE_CHANGE: a VL different from the task's is never accepted.
+
+    The kselftest's own case is ``sve_header_only``: the header-only SVE record of a task
+    outside streaming mode, its VL set to the maximum SME VL. The others apply the same rule
+    to the streaming SVE record and to the ZA record, with and without payload.
+    """
+    max_sme_vl = 64
 
     def mutate(image, frame):
         found = records_of(image, frame)[magic]
-        return put(image, found.offset + 8, (64).to_bytes(2, "little"))
-    setup = ("smstart sm",) if record == "sve" else ("smstart za",)
+        assert (found.size == 16) == (not setup), "payload present iff the state is on"
+        assert int.from_bytes(found.data[8:10], "little") != max_sme_vl
+        return put(image, found.offset + 8, max_sme_vl.to_bytes(2, "little"))
     assert fake_sigreturn(mutate, svl=256, setup=setup).exit_signal == c.SIGSEGV
 
 

@@ -1,12 +1,14 @@
-"""Randomized stress of the kernel model: many threads time-sharing one engine.
+"""Randomized stress of the kernel model: many threads time-sharing one engine (fp-stress).
 
-Workers load ZA (and, in streaming mode, Z/P) with their own patterns and check them again
-and again while the scheduler preempts at random points, other workers send them signals
-(whose handlers use SME themselves), they fork (children check the inherited ZA), a tracer
-reads and rewrites their registers through ptrace, and a spy keeps enabling SME and checks it
-only ever sees zeros. Every check compares against the worker's own pattern, so any state
-leaking between threads or lost in a save/restore fails the test; at the end every kernel
-buffer must be free and the engine disabled.
+Workers are the fp-stress children that apply here: ``za`` (za-test: ZA with PSTATE.ZA only),
+``ssve`` (ZA and, in streaming mode, Z/P) and ``fpsimd`` (fpsimd-test: V0-V31, FPSR, FPCR).
+They load their own patterns and check them again and again — with SVCR and RDSVL, as
+za-test does — while the scheduler preempts at random points, other workers send them signals
+(whose handlers use SME themselves, clobbering V, Z, P, ZA and FPSR), they fork (children
+check the inherited state), a tracer reads and rewrites their registers through ptrace, and a
+spy keeps enabling SME and checks it only ever sees zeros. Every check compares against the
+worker's own pattern, so any state leaking between threads or lost in a save/restore fails
+the test; at the end every kernel buffer must be free and the engine disabled.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import pytest
 from sw.abi import constants as c
 from sw.abi import libc
 from sw.abi.kernel import Kernel
-from sw.abi.layouts import KernelSigaction, UserSveHeader, UserZaHeader, sve_pt_size
-from sw.abi.program import Call, Executable, Ret, Syscall
+from sw.abi.layouts import (
+    KernelSigaction, UserFpsimdState, UserSveHeader, UserZaHeader, sve_pt_size,
+)
+from sw.abi.program import Call, Executable, Mov, Msr, Ret, Syscall
 from test_abi_common import (
     DATA_BASE, exit_, load_z_p, load_za, new_kernel, pattern, set_vl, store_z_p, store_za,
     z_p_bytes,
@@ -31,25 +35,47 @@ GARBAGE, SIGACTION = DATA_BASE + 0x10000, DATA_BASE + 0x14000
 DATA_SIZE = 0x15000
 
 
-class Worker:
-    """One stressed thread: its patterns, its program, and the checks it runs on itself."""
+#: FPSR/FPCR values of the fpsimd workers (cumulative IOC|IXC; DN|FZ).
+WORKER_FPSR, WORKER_FPCR = 0x11, 0x0300_0000
 
-    def __init__(self, rng: random.Random, index: int, vl: int, streaming: bool,
+
+class Worker:
+    """One stressed thread: its patterns, its program, and the checks it runs on itself.
+
+    ``kind`` is ``"fpsimd"``, ``"za"`` or ``"ssve"`` (see the module docstring).
+    """
+
+    def __init__(self, rng: random.Random, index: int, vl: int, kind: str,
                  rounds: int, peers: list["Worker"]):
-        self.index, self.vl, self.streaming = index, vl, streaming
+        self.index, self.vl, self.kind = index, vl, kind
+        self.streaming = kind == "ssve"
+        self.svcr = {"fpsimd": 0, "za": c.SVCR_ZA_MASK,
+                     "ssve": c.SVCR_SM_MASK | c.SVCR_ZA_MASK}[kind]
         self.za = pattern(vl * vl, 1000 + index)
         self.registers = pattern(z_p_bytes(vl), 2000 + index)
+        self.vregs = pattern(512, 4000 + index)
         self.loaded_tids: set[int] = set()
         self.main_steps = 0
         self.checks = 0
         self.rng, self.rounds, self.peers = rng, rounds, peers
 
-    def check_za(self, label: str) -> list:
+    def check_state(self, label: str) -> list:
+        """Steps checking everything this worker owns (za-test also checks SVCR and RDSVL)."""
+        if self.kind == "fpsimd":
+            def compare_fpsimd(context):
+                got = (context.vregs, context.fpsr, context.fpcr)
+                assert got == (self.vregs, WORKER_FPSR, WORKER_FPCR), \
+                    f"worker {self.index} ({label}): V/FPSR/FPCR corrupted"
+                self.checks += 1
+            return [Call(compare_fpsimd)]
+
         def compare(context):
+            assert (context.x[9], context.x[10]) == (self.svcr, self.vl), \
+                f"worker {self.index} ({label}): SVCR or RDSVL changed"
             got = context.read(ZA_OUT, len(self.za))
             assert got == self.za, f"worker {self.index} ({label}): ZA corrupted"
             self.checks += 1
-        return [*store_za(ZA_OUT, self.vl), Call(compare)]
+        return ["mrs x9, svcr", "rdsvl x10, #1", *store_za(ZA_OUT, self.vl), Call(compare)]
 
     def check_z_p(self) -> list:
         def compare(context):
@@ -63,15 +89,21 @@ class Worker:
         for tid in sorted(target.loaded_tids):
             libc.kill(context, tid, c.SIGUSR1)
 
-    def executable(self) -> Executable:
+    def _setup(self) -> list:
+        if self.kind == "fpsimd":
+            return [set_vl(self.vl), Call(lambda ctx: setattr(ctx, "vregs", self.vregs)),
+                    Mov(1, WORKER_FPSR), Msr("FPSR", 1), Mov(1, WORKER_FPCR), Msr("FPCR", 1)]
         setup = [set_vl(self.vl), "smstart" if self.streaming else "smstart za",
                  *load_za(ZA_IN, self.vl)]
         if self.streaming:
             setup += load_z_p(ZP_IN, self.vl)
-        setup.append(Call(lambda ctx: self.loaded_tids.add(ctx.tid)))
+        return setup
+
+    def executable(self) -> Executable:
+        setup = [*self._setup(), Call(lambda ctx: self.loaded_tids.add(ctx.tid))]
         body = []
         for _ in range(self.rounds):
-            body += self.check_za("main")
+            body += self.check_state("main")
             if self.streaming:
                 # No system calls here: they would end streaming mode. Preemption and
                 # asynchronous signals still hit this section.
@@ -99,7 +131,7 @@ class Worker:
         data[0x4000:0x4000 + len(self.registers)] = self.registers
         data[0x10000:0x10000 + len(self.za)] = pattern(len(self.za), 3000 + self.index)
         return Executable({"main": main, "handler": [*handler, Ret()],
-                           "child": [*self.check_za("forked child"), exit_(0)]},
+                           "child": [*self.check_state("forked child"), exit_(0)]},
                           data=bytes(data))
 
 
@@ -135,9 +167,17 @@ def tracer_executable(kernel: Kernel, workers: list[Worker], rng: random.Random,
         if result == 0 and main <= pc < main + 4 * worker.main_steps:
             result, za, _ = libc.getregset(context, tid, c.NT_ARM_ZA, 16 + worker.vl ** 2)
             header = UserZaHeader.unpack(za)
-            assert result == 0 and header.size == 16 + worker.vl ** 2
-            assert za[16:header.size] == worker.za, "ptrace read another state"
-            assert libc.setregset(context, tid, c.NT_ARM_ZA, za[:header.size])[0] == 0
+            if worker.kind == "fpsimd":
+                assert result == 0 and header.size == 16, "ZA is off"
+                result, fpsimd, _ = libc.getregset(context, tid, c.NT_PRFPREG,
+                                                   UserFpsimdState.SIZE)
+                assert result == 0 and UserFpsimdState.unpack(fpsimd) == UserFpsimdState(
+                    vregs=worker.vregs, fpsr=WORKER_FPSR, fpcr=WORKER_FPCR)
+                assert libc.setregset(context, tid, c.NT_PRFPREG, fpsimd)[0] == 0
+            else:
+                assert result == 0 and header.size == 16 + worker.vl ** 2
+                assert za[16:header.size] == worker.za, "ptrace read another state"
+                assert libc.setregset(context, tid, c.NT_ARM_ZA, za[:header.size])[0] == 0
             if worker.streaming:
                 result, ssve, _ = libc.getregset(
                     context, tid, c.NT_ARM_SSVE, sve_pt_size(worker.vl // 16, c.SVE_PT_REGS_SVE))
@@ -159,8 +199,8 @@ def stress(seed: int, workers: int, rounds: int, vls: tuple[int, ...], max_svl: 
     kernel = new_kernel(max_svl)
     pool: list[Worker] = []
     for index in range(workers):
-        pool.append(Worker(rng, index, rng.choice(vls), streaming=index % 3 == 0,
-                           rounds=rounds, peers=pool))
+        kind = ("ssve", "za", "fpsimd", "za")[index % 4]
+        pool.append(Worker(rng, index, rng.choice(vls), kind, rounds=rounds, peers=pool))
     processes = []
     for worker in pool:
         process = _start(kernel, worker.executable(), f"/bin/worker{worker.index}")
