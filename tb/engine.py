@@ -303,7 +303,9 @@ class RtlEngine(Engine):
         self._set_inputs = resume(self._drive_inputs)
 
     async def _drive_inputs(self, **inputs) -> None:
-        # Signals are written from the scheduler's thread, never from the bridge thread.
+        # Signals are written from the scheduler's thread, never from the bridge thread, and
+        # only while the engine is idle (an outer product may still be writing ZA).
+        await self._bench.wait_idle()
         self._bench.set_inputs(**inputs)
 
     def issue(self, word: int, operands: Sequence[int] = ()) -> Result:

@@ -327,7 +327,8 @@ def build_design(name: str, write_sources: Callable[[Path], list[Path]], key_par
         verilator_env()
     elif shutil.which("iverilog") is None:
         raise RuntimeError("iverilog not found; install iverilog")
-    key = _digest([_BUILD_RECIPE, simulator, _tool_version(simulator), waves, _VERILATOR_ARGS,
+    traced_as = ("fst" if simulator == "icarus" or _fst_available() else "vcd") if waves else None
+    key = _digest([_BUILD_RECIPE, simulator, _tool_version(simulator), traced_as, _VERILATOR_ARGS,
                    *key_parts])
     directory = CACHE / f"{name}-{simulator}{'-waves' if waves else ''}-{key}"
     stamp = directory / "build.json"

@@ -238,7 +238,7 @@ def _loopback(width: int):
     return Loopback()
 
 
-def _build_loopback(simulator: str):
+def _build_loopback(simulator: str, waves: bool = False):
     from amaranth.back import verilog
 
     from tb.runner import build_design
@@ -249,11 +249,11 @@ def _build_loopback(simulator: str):
         return [path]
 
     key = [inspect.getsource(_loopback), LOOPBACK_WIDTH]
-    return build_design("loopback", write, key, simulator)
+    return build_design("loopback", write, key, simulator, waves)
 
 
-def _run_loopback(simulator: str, seed: int):
-    build = _build_loopback(simulator)
+def _run_loopback(simulator: str, seed: int, waves: bool = False):
+    build = _build_loopback(simulator, waves)
     tests_dir = str(Path(__file__).parent)
     run = build.run("test_tb_vip", extra_env={"PYTHONPATH": os.pathsep.join(
         [tests_dir, str(Path(__file__).parent.parent)]), "LOOPBACK_SEED": str(seed)},
@@ -273,6 +273,23 @@ def test_loopback_icarus():
     from conftest import need_tool
     need_tool("iverilog")
     _run_loopback("icarus", 2)
+
+
+@pytest.mark.parametrize("simulator", ["verilator", "icarus"])
+def test_waveforms_on_request(simulator):
+    """A traced build (ZATILE_WAVES=1 or waves=True) writes a waveform of the run: FST, except
+    Verilator without the lz4 headers (Debian liblz4-dev), which falls back to VCD."""
+    from conftest import need_tool
+    from tb.runner import _fst_available
+    if simulator == "icarus":
+        need_tool("iverilog")
+    build = _run_loopback(simulator, 3, waves=True)
+    assert build.waves and build.directory.name.startswith(f"loopback-{simulator}-waves-")
+    run = build.directory / "run-3"
+    names = {"icarus": ["loopback.fst"],
+             "verilator": ["dump.fst"] if _fst_available() else ["dump.vcd"]}[simulator]
+    for name in names:
+        assert (run / name).stat().st_size > 1000, name
 
 
 # ----------------------------------------------------------------------------- cocotb side
