@@ -11,7 +11,7 @@ __all__ = ["check_config", "row_layout", "byte_mask", "max_bytes"]
 
 
 def check_config(owner: object, config: object) -> EngineConfig:
-    """Return ``config`` if it is an :class:`EngineConfig`; raise ``TypeError`` quoting it otherwise.
+    """``config`` if it is an :class:`EngineConfig`, else ``TypeError`` quoting it.
 
     ``owner`` is the component being constructed: a rejected component is never elaborated, so its
     "created but never used" warning is silenced.

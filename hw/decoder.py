@@ -102,7 +102,8 @@ def source_slots(form: isa.Form) -> dict[str, int]:
     decoded = isa.Decoded(form.value, form, MappingProxyType(form.fields_of(form.value)))
     slots = {register.field: slot for slot, register in enumerate(isa.scalar_sources(decoded))}
     if len(slots) > NO_SLOT:
-        raise RuntimeError(f"{form.name} reads {len(slots)} general registers; the issue port has 3")
+        raise RuntimeError(f"{form.name} reads {len(slots)} general registers; the issue port "
+                           "has 3")
     return slots
 
 

@@ -56,7 +56,7 @@ from amaranth.lib.wiring import In, Out
 
 from sw.config import EngineConfig
 
-from hw._common import byte_mask, check_config, max_bytes
+from hw._common import check_config, max_bytes
 from hw.decoder import NO_SLOT, Decoder, Op
 from hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
 from hw.int_mopa import IntOpKind, IntOuterProductArray

@@ -103,7 +103,8 @@ class RegisterFile(wiring.Component):
             with m.If(self.reset_sve):
                 m.d.sync += z[index].eq(0)
             with m.Elif(self.z_write.en & (self.z_write.addr == index)):
-                m.d.sync += z[index].eq((z[index] & ~z_mask) | (self.z_write.data.as_value() & z_mask))
+                m.d.sync += z[index].eq((z[index] & ~z_mask)
+                                        | (self.z_write.data.as_value() & z_mask))
         for index in range(P_REGISTERS):
             with m.If(self.reset_sve):
                 m.d.sync += p[index].eq(0)

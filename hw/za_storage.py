@@ -1,4 +1,4 @@
-"""ZA storage: MAXB rows of MAXB bytes, with tile-slice and whole-tile access for every element size.
+"""ZA storage: MAXB rows of MAXB bytes, with tile-slice and whole-tile access at every size.
 
 ZA is held in flip-flops: the outer-product arrays read and write a whole tile per cycle, and ZA
 0→1 and ZERO clear any set of rows in one cycle.
@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In
 
 from sw.config import EngineConfig
 
-from hw._common import byte_mask, check_config, max_bytes, row_layout
+from hw._common import check_config, max_bytes, row_layout
 from hw.regfile import ReadPortSignature
 
 __all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",

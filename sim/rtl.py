@@ -4,8 +4,8 @@
 call through :mod:`sim.backends`. It builds the engine for the configuration (cached, see
 :mod:`tb.runner`), starts one simulation, and inside it (``tb.rtl_backend``):
 
-1. loads the initial state into the engine through its issue port (:meth:`tb.engine.EngineBench.load_state`),
-   with memory served from the state's regions;
+1. loads the initial state into the engine through its issue port
+   (:meth:`tb.engine.EngineBench.load_state`), with memory served from the state's regions;
 2. runs :func:`execute_program` - plain blocking CPU-side code written against the
    :class:`sw.driver.Engine` interface - in a :func:`cocotb.task.bridge` thread, each
    ``Engine.issue`` resuming the bench's coroutine that drives the issue port;

@@ -43,7 +43,8 @@ async def abi_tests(dut) -> None:
     for module_name, function_name, arguments in settings["tests"]:
         await bench.reset(smcr_len=smcr_len_for(config.min_svl), sme_enable=False)
         function = getattr(importlib.import_module(module_name), function_name)
-        label = f"{module_name}.{function_name}({', '.join(f'{k}={v}' for k, v in arguments.items())})"
+        listed = ", ".join(f"{name}={value}" for name, value in arguments.items())
+        label = f"{module_name}.{function_name}({listed})"
         started = time.monotonic()
         try:
             await bridge(function)(**arguments)

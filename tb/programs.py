@@ -63,7 +63,8 @@ def initial_state(rng: random.Random, svl: int, svcr: int = 3) -> ArchState:
     state.svcr = svcr
     state.x[16:20] = (0, 1, 2, 3)
     if svcr & 1:
-        state.z = np.frombuffer(rng.randbytes(32 * svl_bytes), np.uint8).reshape(32, svl_bytes).copy()
+        state.z = np.frombuffer(rng.randbytes(32 * svl_bytes), np.uint8) \
+            .reshape(32, svl_bytes).copy()
         state.p = np.stack([_random_predicate(rng, svl_bytes) for _ in range(16)])
     else:
         state.z[...] = 0

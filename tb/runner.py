@@ -60,8 +60,8 @@ _PUBLIC_PORTS_FILE = "public_ports.vlt"
 def _toplevel_ports(source: Path, toplevel: str) -> list[str]:
     """Port names of module ``toplevel`` in a Verilog file (non-ANSI or ANSI header)."""
     text = source.read_text()
-    match = re.search(r"^\s*module\s+\\?" + re.escape(toplevel) + r"\s*(?:#\s*\(.*?\)\s*)?\((.*?)\);",
-                      text, re.M | re.S)
+    match = re.search(r"^\s*module\s+\\?" + re.escape(toplevel)
+                      + r"\s*(?:#\s*\(.*?\)\s*)?\((.*?)\);", text, re.M | re.S)
     if match is None:
         raise RuntimeError(f"module {toplevel} not found in {source}")
     names = []
@@ -328,8 +328,8 @@ def build_design(name: str, write_sources: Callable[[Path], list[Path]], key_par
     elif shutil.which("iverilog") is None:
         raise RuntimeError("iverilog not found; install iverilog")
     traced_as = ("fst" if simulator == "icarus" or _fst_available() else "vcd") if waves else None
-    key = _digest([_BUILD_RECIPE, simulator, _tool_version(simulator), traced_as, _VERILATOR_ARGS,
-                   *key_parts])
+    key = _digest([_BUILD_RECIPE, simulator, _tool_version(simulator), traced_as,
+                   _VERILATOR_ARGS, *key_parts])
     directory = CACHE / f"{name}-{simulator}{'-waves' if waves else ''}-{key}"
     stamp = directory / "build.json"
     with _locked(CACHE / f"{directory.name}.lock"):

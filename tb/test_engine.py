@@ -127,8 +127,9 @@ async def run_program(session: Session, program: Program) -> None:
     state = scoreboard.model.state
     for register in range(31):
         if int(host.x[register]) != int(state.x[register]):
-            raise AssertionError(f"program {program.name}: x{register} = 0x{int(host.x[register]):x}"
-                                 f" after write-back, model 0x{int(state.x[register]):x}")
+            raise AssertionError(f"program {program.name}: x{register} = "
+                                 f"0x{int(host.x[register]):x} after write-back, model "
+                                 f"0x{int(state.x[register]):x}")
     if (host.sp, host.fpsr) != (state.sp, state.fpsr):
         raise AssertionError(f"program {program.name}: SP/FPSR 0x{host.sp:x}/0x{host.fpsr:x}, "
                              f"model 0x{state.sp:x}/0x{state.fpsr:x}")

@@ -22,7 +22,8 @@ from sw.abi.sigframe import ContextRecord, frame_records
 from sw.config import EngineConfig
 from sw.driver import ModelEngine
 
-__all__ = ["SVLS", "DATA_BASE", "use_engine", "new_kernel", "run_to_completion", "pattern", "load_za",
+__all__ = ["SVLS", "DATA_BASE", "use_engine", "new_kernel", "run_to_completion", "pattern",
+           "load_za",
            "store_za", "load_z_p", "store_z_p", "z_p_bytes", "set_vl", "install_handler",
            "exit_", "FrameCapture", "validate_frame", "start"]
 

@@ -116,7 +116,8 @@ def test_tile_port_and_zeroing(max_svl):
             for i in range(count):
                 for lane in range(lanes):
                     if lane_enables[i] >> lane & 1:
-                        model[tile + i * esize, 4 * lane:4 * lane + 4] = rows[i][4 * lane:4 * lane + 4]
+                        lane_bytes = slice(4 * lane, 4 * lane + 4)
+                        model[tile + i * esize, lane_bytes] = rows[i][lane_bytes]
             ctx.set(dut.tile_read[0].double, double)
             ctx.set(dut.tile_read[0].tile, tile)
             for i in range(count):

@@ -44,7 +44,8 @@ def _label(test_name: str) -> str | None:
              "test_icarus_smoke": "icarus-svl128"}
     if test_name in fixed:
         return fixed[test_name]
-    for prefix, label in (("test_svl128_directed[", "svl128-"), ("test_svl256_directed[", "svl256-"),
+    for prefix, label in (("test_svl128_directed[", "svl128-"),
+                          ("test_svl256_directed[", "svl256-"),
                           ("test_soak[", "soak-svl")):
         if test_name.startswith(prefix):
             return label + test_name[len(prefix):-1]

@@ -71,7 +71,8 @@ class FpMultiply(wiring.Component):
         nan = a.nan | b.nan | (a.infinity & b.zero) | (a.zero & b.infinity)
         m.d.comb += [
             self.product.sign.eq(a.sign ^ b.sign),
-            # Top bits weigh 2**ea and 2**eb, so the product's top bit (one above theirs) 2**(ea+eb+1).
+            # Top bits weigh 2**ea and 2**eb, so the product's top bit (one above theirs)
+            # weighs 2**(ea+eb+1).
             self.product.exponent.eq(a.exponent + b.exponent + 1),
             self.product.significand.eq(a.significand * b.significand),
             self.product.nan.eq(nan),

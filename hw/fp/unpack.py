@@ -81,7 +81,8 @@ class FpUnpack(wiring.Component):
             self.operand.sign.eq(self.bits[fmt.width - 1]),
             # A denormal has the scale of the smallest normal: biased exponent 1.
             self.operand.exponent.eq(Mux(exponent_is_zero, 1, biased_exponent) - fmt.bias),
-            self.operand.significand.eq(Mux(flushed, 0, fraction | (~exponent_is_zero) << fmt.fraction_bits)),
+            self.operand.significand.eq(
+                Mux(flushed, 0, fraction | (~exponent_is_zero) << fmt.fraction_bits)),
             self.operand.zero.eq(exponent_is_zero & (fraction_is_zero | self.flush)),
             self.operand.denormal.eq(exponent_is_zero & ~fraction_is_zero & ~self.flush),
             self.operand.infinity.eq(exponent_is_ones & fraction_is_zero),

