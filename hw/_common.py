@@ -1,13 +1,13 @@
-"""Helpers shared by the hw components (argument checks, byte-lane utilities)."""
+"""Helpers shared by the hw components (argument checks, byte-lane utilities, pipeline control)."""
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Value
+from amaranth import Cat, Const, Signal, Value
 from amaranth.lib import data
 
 from sw.config import EngineConfig
 
-__all__ = ["check_config", "row_layout", "byte_mask", "max_bytes"]
+__all__ = ["check_config", "row_layout", "byte_mask", "max_bytes", "pipeline_advance"]
 
 
 def check_config(owner: object, config: object) -> EngineConfig:
@@ -42,3 +42,19 @@ def byte_mask(enables: Value) -> Value:
     if len(enables) == 0:
         return Const(0, 0)
     return Cat(*(enables[i].replicate(8) for i in range(len(enables))))
+
+
+def pipeline_advance(m, sink, source, stages: list[str]) -> Signal:
+    """Valid bits and stall control of an in-order pipeline from stream ``sink`` to ``source``.
+
+    One valid bit per named stage (``<stage>_valid``) moves from ``sink.valid`` to
+    ``source.valid`` while the returned ``advance`` is high: whenever the output register is
+    empty or being taken. ``sink.ready`` is ``advance``; every stage register of the caller's
+    datapath must load under ``m.If(advance)`` too.
+    """
+    advance = Signal()
+    m.d.comb += [advance.eq(~source.valid | source.ready), sink.ready.eq(advance)]
+    chain = [sink.valid, *(Signal(name=f"{stage}_valid") for stage in stages), source.valid]
+    with m.If(advance):
+        m.d.sync += [later.eq(earlier) for earlier, later in zip(chain, chain[1:])]
+    return advance

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["ECP5_CELLS", "SynthesisError", "yosys_command", "synth_ecp5"]
+__all__ = ["ECP5_CELLS", "SynthesisError", "yosys_command", "synth_ecp5", "cell_table"]
 
 #: ECP5 cell types and the names the figures are reported under.
 ECP5_CELLS = {"LUT4": "LUT4", "TRELLIS_FF": "FF", "MULT18X18D": "DSP (MULT18X18D)",
@@ -86,3 +86,17 @@ def _cell_counts(stat: str) -> dict[str, int]:
             if cell in ECP5_CELLS:
                 counts[cell] = int(count)
     return counts
+
+
+def cell_table(rows: Iterable[tuple[str, dict[str, int], float]]) -> str:
+    """A text table of synthesis results: one line per (design label, cell counts, seconds)."""
+    rows = list(rows)
+    label_width = max([len("design")] + [len(label) for label, _, _ in rows])
+    widths = {cell: max(len(cell_label), 7) for cell, cell_label in ECP5_CELLS.items()}
+    lines = [f"  {'design':<{label_width}}"
+             + "".join(f"  {ECP5_CELLS[cell]:>{width}}" for cell, width in widths.items())]
+    for label, counts, seconds in rows:
+        lines.append(f"  {label:<{label_width}}"
+                     + "".join(f"  {counts.get(cell, 0):>{width}}" for cell, width in widths.items())
+                     + f"   [{seconds:.0f} s]")
+    return "\n".join(lines)

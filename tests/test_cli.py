@@ -1,7 +1,5 @@
 """The zatile command line: a thin layer with one-line errors."""
 
-import numpy as np
-
 from sim.state import ArchState
 from sw.cli import main
 

@@ -6,6 +6,8 @@ from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw._common import pipeline_advance
+
 from .align_add import FpAlignAdd, SumLayout, assign_term
 from .dot_add16 import DotAddLayout
 from .format import BF16, FP32, ResultClass, RoundingMode
@@ -55,12 +57,7 @@ class BfDotAdd(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        advance = Signal()
-        m.d.comb += [advance.eq(~self.o.valid | self.o.ready), self.i.ready.eq(advance)]
-        m_valid, p_valid, a_valid = Signal(), Signal(), Signal()
-        with m.If(advance):
-            m.d.sync += [m_valid.eq(self.i.valid), p_valid.eq(m_valid), a_valid.eq(p_valid),
-                         self.o.valid.eq(a_valid)]
+        advance = pipeline_advance(m, self.i, self.o, ["m", "p", "a"])
 
         # ---- m: BFMulH twice
         operation = self.i.payload

@@ -6,6 +6,8 @@ from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw._common import pipeline_advance
+
 from .align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
 from .format import FP16, FP32, ResultClass, RoundingMode
 from .multiply import FpMultiply
@@ -75,12 +77,7 @@ class FpDotAdd16(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        advance = Signal()
-        m.d.comb += [advance.eq(~self.o.valid | self.o.ready), self.i.ready.eq(advance)]
-        m_valid, d_valid, a_valid = Signal(), Signal(), Signal()
-        with m.If(advance):
-            m.d.sync += [m_valid.eq(self.i.valid), d_valid.eq(m_valid), a_valid.eq(d_valid),
-                         self.o.valid.eq(a_valid)]
+        advance = pipeline_advance(m, self.i, self.o, ["m", "d", "a"])
 
         # ---- m: unpack the halves, multiply, FPDot special cases
         operation = self.i.payload

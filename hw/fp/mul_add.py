@@ -6,6 +6,8 @@ from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw._common import pipeline_advance
+
 from .align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
 from .format import FP16, FP32, FP64, FpFormat, ResultClass, RoundingMode
 from .multiply import FpMultiply
@@ -90,12 +92,7 @@ class FpMulAdd(wiring.Component):
         precision = fmt.precision
         exponent_bits = fmt.exponent_bits + 4
 
-        advance = Signal()
-        m.d.comb += [advance.eq(~self.o.valid | self.o.ready), self.i.ready.eq(advance)]
-        m_valid, a_valid, n_valid = Signal(), Signal(), Signal()
-        with m.If(advance):
-            m.d.sync += [m_valid.eq(self.i.valid), a_valid.eq(m_valid), n_valid.eq(a_valid),
-                         self.o.valid.eq(n_valid)]
+        advance = pipeline_advance(m, self.i, self.o, ["m", "a", "n"])
 
         # ---- m: unpack, multiply, special cases
         operation = self.i.payload
