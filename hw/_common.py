@@ -7,7 +7,7 @@ from amaranth.lib import data
 
 from sw.config import EngineConfig
 
-__all__ = ["check_config", "row_layout", "byte_mask", "max_bytes", "pipeline_advance"]
+__all__ = ["check_config", "rejected", "row_layout", "byte_mask", "max_bytes", "pipeline_advance"]
 
 
 def check_config(owner: object, config: object) -> EngineConfig:
@@ -17,9 +17,18 @@ def check_config(owner: object, config: object) -> EngineConfig:
     "created but never used" warning is silenced.
     """
     if not isinstance(config, EngineConfig):
-        owner._MustUse__silence = True
-        raise TypeError(f"config must be an EngineConfig, not {config!r}")
+        raise rejected(owner, TypeError(f"config must be an EngineConfig, not {config!r}"))
     return config
+
+
+def rejected(owner: object, error: Exception) -> Exception:
+    """``error``, for a constructor to raise when it rejects its arguments.
+
+    A rejected component is never elaborated, so ``owner``'s "created but never used" warning is
+    silenced.
+    """
+    owner._MustUse__silence = True
+    return error
 
 
 def max_bytes(config: EngineConfig) -> int:

@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In
 
 from sw.config import EngineConfig
 
-from hw._common import check_config, max_bytes, row_layout
+from hw._common import check_config, max_bytes, rejected, row_layout
 from hw.regfile import ReadPortSignature
 
 __all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",
@@ -126,8 +126,8 @@ class ZaStorage(wiring.Component):
     def __init__(self, config: EngineConfig, tile_ports: int = 1):
         self._config = check_config(self, config)
         if not isinstance(tile_ports, int) or tile_ports < 1:
-            self._MustUse__silence = True
-            raise ValueError(f"tile_ports must be a positive integer, not {tile_ports!r}")
+            raise rejected(self, ValueError(
+                f"tile_ports must be a positive integer, not {tile_ports!r}"))
         self._tile_ports = tile_ports
         members = {
             "slice_read": In(SliceReadSignature(config)),

@@ -6,6 +6,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw._common import rejected
+
 from .count_zeros import trailing_zeros
 
 __all__ = ["FpAlignAdd", "SumLayout", "TermLayout", "assign_term"]
@@ -96,17 +98,15 @@ class FpAlignAdd(wiring.Component):
                                      ("guard_bits", guard_bits, 1),
                                      ("headroom_bits", headroom_bits, 2)):
             if not isinstance(value, int) or value < minimum:
-                self._MustUse__silence = True
-                raise ValueError(f"{name} must be an integer of at least {minimum}, not {value!r}")
+                raise rejected(self, ValueError(
+                    f"{name} must be an integer of at least {minimum}, not {value!r}"))
         if order_by_exponent and augend_width != addend_width:
-            self._MustUse__silence = True
-            raise ValueError(f"order_by_exponent needs terms of equal width, not "
-                             f"{augend_width} and {addend_width}")
+            raise rejected(self, ValueError(f"order_by_exponent needs terms of equal width, not "
+                                            f"{augend_width} and {addend_width}"))
         window_width = guard_bits + augend_width + headroom_bits
         if window_width - 1 < addend_width:
-            self._MustUse__silence = True
-            raise ValueError(f"a {window_width}-bit window cannot hold a {addend_width}-bit addend "
-                             f"below its carry bit")
+            raise rejected(self, ValueError(f"a {window_width}-bit window cannot hold a "
+                                            f"{addend_width}-bit addend below its carry bit"))
         self._augend_width = augend_width
         self._addend_width = addend_width
         self._exponent_bits = exponent_bits

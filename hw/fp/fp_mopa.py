@@ -39,6 +39,7 @@ from amaranth.lib.wiring import In, Out
 
 from sw.config import EngineConfig
 
+from hw._common import check_config, rejected
 from hw.library import ModuleLibrary, place
 
 from .bf_dot_add import BfDotAdd
@@ -169,15 +170,13 @@ class FpOuterProductArray(wiring.Component):
     latency = FpMulAdd.latency
 
     def __init__(self, config: EngineConfig, library: ModuleLibrary | None = None):
-        if not isinstance(config, EngineConfig):
-            self._MustUse__silence = True
-            raise TypeError(f"config must be an EngineConfig, not {config!r}")
+        check_config(self, config)
         self._library = library
         kinds = tuple(kind for kind, feature in KIND_FEATURES.items() if config.has(feature))
         if not kinds:
-            self._MustUse__silence = True
-            raise ValueError(f"config has no floating-point outer-product feature "
-                             f"({', '.join(KIND_FEATURES.values())}): {sorted(config.features)!r}")
+            raise rejected(self, ValueError(
+                f"config has no floating-point outer-product feature "
+                f"({', '.join(KIND_FEATURES.values())}): {sorted(config.features)!r}"))
         self._config = config
         self._kinds = kinds
         super().__init__({

@@ -6,7 +6,7 @@ from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw._common import pipeline_advance
+from hw._common import pipeline_advance, rejected
 
 from .align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
 from .format import FP16, FP32, FP64, FpFormat, RoundingMode
@@ -74,8 +74,7 @@ class FpMulAdd(wiring.Component):
 
     def __init__(self, fmt: FpFormat):
         if fmt not in (FP16, FP32, FP64):
-            self._MustUse__silence = True
-            raise ValueError(f"FpMulAdd supports fp16, fp32 and fp64, not {fmt!r}")
+            raise rejected(self, ValueError(f"FpMulAdd supports fp16, fp32 and fp64, not {fmt!r}"))
         self._fmt = fmt
         super().__init__({
             "i": In(stream.Signature(MulAddLayout(fmt))),

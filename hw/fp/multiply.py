@@ -6,6 +6,8 @@ from amaranth import Module, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw._common import rejected
+
 from .format import FpFormat
 from .unpack import UnpackedLayout
 
@@ -52,8 +54,7 @@ class FpMultiply(wiring.Component):
 
     def __init__(self, fmt: FpFormat):
         if not isinstance(fmt, FpFormat):
-            self._MustUse__silence = True
-            raise TypeError(f"fmt must be an FpFormat, not {fmt!r}")
+            raise rejected(self, TypeError(f"fmt must be an FpFormat, not {fmt!r}"))
         self._fmt = fmt
         super().__init__({
             "multiplicand": In(UnpackedLayout(fmt)),

@@ -6,6 +6,8 @@ from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw._common import rejected
+
 from .align_add import SumLayout
 from .count_zeros import leading_zeros, trailing_zeros
 
@@ -50,17 +52,15 @@ class FpNormalize(wiring.Component):
 
     def __init__(self, *, width: int, exponent_bits: int, min_exponent: int):
         if not isinstance(width, int) or width < 2:
-            self._MustUse__silence = True
-            raise ValueError(f"width must be an integer of at least 2, not {width!r}")
+            raise rejected(self, ValueError(
+                f"width must be an integer of at least 2, not {width!r}"))
         if not isinstance(exponent_bits, int) or exponent_bits < 2:
-            self._MustUse__silence = True
-            raise ValueError(f"exponent_bits must be an integer of at least 2, "
-                             f"not {exponent_bits!r}")
+            raise rejected(self, ValueError(f"exponent_bits must be an integer of at least 2, "
+                                            f"not {exponent_bits!r}"))
         if not isinstance(min_exponent, int) or not (
                 -2 ** (exponent_bits - 1) <= min_exponent < 2 ** (exponent_bits - 1)):
-            self._MustUse__silence = True
-            raise ValueError(f"min_exponent must fit a signed {exponent_bits}-bit exponent, "
-                             f"not {min_exponent!r}")
+            raise rejected(self, ValueError(f"min_exponent must fit a signed {exponent_bits}-bit "
+                                            f"exponent, not {min_exponent!r}"))
         self._width = width
         self._exponent_bits = exponent_bits
         self._min_exponent = min_exponent

@@ -6,6 +6,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from hw._common import rejected
+
 from .format import FpFormat, ResultClass, RoundingMode
 
 __all__ = ["FpRound", "RoundInputLayout"]
@@ -60,15 +62,13 @@ class FpRound(wiring.Component):
 
     def __init__(self, fmt: FpFormat, *, width: int, exponent_bits: int):
         if not isinstance(fmt, FpFormat):
-            self._MustUse__silence = True
-            raise TypeError(f"fmt must be an FpFormat, not {fmt!r}")
+            raise rejected(self, TypeError(f"fmt must be an FpFormat, not {fmt!r}"))
         if not isinstance(width, int) or width < 1:
-            self._MustUse__silence = True
-            raise ValueError(f"width must be a positive integer, not {width!r}")
+            raise rejected(self, ValueError(f"width must be a positive integer, not {width!r}"))
         if not isinstance(exponent_bits, int) or exponent_bits < fmt.exponent_bits + 1:
-            self._MustUse__silence = True
-            raise ValueError(f"exponent_bits must be an integer of at least "
-                             f"{fmt.exponent_bits + 1} for {fmt.name}, not {exponent_bits!r}")
+            raise rejected(self, ValueError(
+                f"exponent_bits must be an integer of at least {fmt.exponent_bits + 1} for "
+                f"{fmt.name}, not {exponent_bits!r}"))
         self._fmt = fmt
         self._width = width
         super().__init__({
