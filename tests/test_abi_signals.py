@@ -188,6 +188,15 @@ def test_streaming_sve_instruction_outside_streaming_mode_is_sigill():
     expect_sigill(["smstart za", "ptrue p0.s"])
 
 
+def fault_siginfo(context) -> dict[str, int]:
+    """si_signo, si_code and si_addr of the siginfo_t a SA_SIGINFO handler got in x1, read at
+    the offsets of the arm64 ``_sigfault`` layout (0, 8, 16)."""
+    info = context.read(context.x[1], 24)
+    return {"signo": int.from_bytes(info[0:4], "little"),
+            "code": int.from_bytes(info[8:12], "little", signed=True),
+            "addr": int.from_bytes(info[16:24], "little")}
+
+
 def test_sme_trap_non_streaming():
     """kselftest: SMSTART SM + ``cnt v0.16b`` => SIGILL (the engine has no FA64).
 
@@ -199,10 +208,7 @@ def test_sme_trap_non_streaming():
     seen = {}
 
     def record(context):
-        info = context.read(context.x[1], 24)
-        seen.update(signo=int.from_bytes(info[0:4], "little"),
-                    code=int.from_bytes(info[8:12], "little", signed=True),
-                    addr=int.from_bytes(info[16:24], "little"))
+        seen.update(fault_siginfo(context))
         context.syscall(c.NR_EXIT_GROUP, 0)
 
     def advanced_simd(context):
@@ -228,10 +234,7 @@ def test_sigill_siginfo_names_the_instruction():
     seen = {}
 
     def record(context):
-        info = context.read(context.x[1], 24)
-        seen.update(signo=int.from_bytes(info[0:4], "little"),
-                    code=int.from_bytes(info[8:12], "little", signed=True),
-                    addr=int.from_bytes(info[16:24], "little"))
+        seen.update(fault_siginfo(context))
         context.syscall(c.NR_EXIT_GROUP, 0)
 
     program = Executable({"main": [install_handler(c.SIGILL), "zero {za}", exit_(1)],
@@ -567,8 +570,8 @@ def test_esr_record_after_a_data_abort():
         pc_address = frame + RT_SIGFRAME_MCONTEXT_OFFSET + SigContext.offsetof("pc")
         pc = int.from_bytes(context.read(pc_address, 8), "little")
         context.write(pc_address, (pc + 4).to_bytes(8, "little"))
-        info = context.read(context.x[1], 24)
-        seen.append((int.from_bytes(info[8:12], "little"), int.from_bytes(info[16:24], "little")))
+        info = fault_siginfo(context)
+        seen.append((info["code"], info["addr"]))
 
     program = Executable({
         "main": [install_handler(c.SIGSEGV, "segv"), install_handler(c.SIGUSR1, "usr1"),
