@@ -138,39 +138,7 @@ async def _settled_high(handle, clock, falling) -> None:
             await falling
 
 
-class _StreamAgent:
-    """What a stream source and a stream sink share: the handshake signals, the payload, the
-    pauses before each transfer and the count of transfers; the agent runs as a cocotb task."""
-
-    def __init__(self, dut, clock, name: str, fields: Mapping[str, int],
-                 pauses: PauseGenerator | None):
-        self.name = name
-        self._clock = clock
-        self._valid = signal(dut, f"{name}__valid")
-        self._ready = signal(dut, f"{name}__ready")
-        self._payload = Payload(dut, f"{name}__payload", fields)
-        self.pauses = pauses or no_pauses()
-        self.transfers = 0
-        self._task = None
-
-    def _start(self) -> None:
-        self._task = cocotb.start_soon(self._run())
-
-    def stop(self) -> None:
-        self._task.cancel()
-
-    async def _offer(self, own, other, falling) -> None:
-        """Idle ``next(pauses)`` cycles with ``own`` low, raise it, and return in the clock-low
-        phase before the rising edge at which ``other`` is high too (the transfer)."""
-        idle = next(self.pauses)
-        if idle:
-            own.value = 0
-            await ClockCycles(self._clock, idle, FallingEdge)
-        own.value = 1
-        await _settled_high(other, self._clock, falling)
-
-
-class StreamSource(_StreamAgent):
+class StreamSource:
     """Drives a stream into the design, one whole payload per transfer.
 
     Items are queued with :meth:`send_nowait` (or awaited with :meth:`send`) and offered in order;
@@ -179,12 +147,18 @@ class StreamSource(_StreamAgent):
 
     def __init__(self, dut, clock, name: str, fields: Mapping[str, int],
                  pauses: PauseGenerator | None = None):
-        super().__init__(dut, clock, name, fields, pauses)
+        self.name = name
+        self._clock = clock
+        self._valid = signal(dut, f"{name}__valid")
+        self._ready = signal(dut, f"{name}__ready")
+        self._payload = Payload(dut, f"{name}__payload", fields)
+        self.pauses = pauses or no_pauses()
         self._queue: Queue = Queue()
         self._idle = Event()
         self._idle.set()
         self._valid.value = 0
-        self._start()
+        self.transfers = 0
+        self._task = cocotb.start_soon(self._run())
 
     def send_nowait(self, values: Mapping[str, int],
                     on_accept: Callable[[], None] | None = None) -> None:
@@ -202,6 +176,9 @@ class StreamSource(_StreamAgent):
         """Wait until every queued payload has been taken."""
         await self._idle.wait()
 
+    def stop(self) -> None:
+        self._task.cancel()
+
     async def _run(self) -> None:
         falling = FallingEdge(self._clock)
         while True:
@@ -209,15 +186,20 @@ class StreamSource(_StreamAgent):
                 self._valid.value = 0
                 self._idle.set()
             values, on_accept = await self._queue.get()
-            self._payload.write(values)         # valid is low or the last transfer just ended
-            await self._offer(self._valid, self._ready, falling)
+            idle = next(self.pauses)
+            if idle:
+                self._valid.value = 0
+                await ClockCycles(self._clock, idle, FallingEdge)
+            self._payload.write(values)
+            self._valid.value = 1
+            await _settled_high(self._ready, self._clock, falling)
             await falling                     # the rising edge in between took the payload
             self.transfers += 1
             if on_accept is not None:
                 on_accept()
 
 
-class StreamSink(_StreamAgent):
+class StreamSink:
     """Accepts a stream from the design and hands each payload to ``callback``.
 
     Before accepting each transfer the agent holds ``ready`` low for ``next(pauses)`` cycles.
@@ -227,16 +209,30 @@ class StreamSink(_StreamAgent):
     def __init__(self, dut, clock, name: str, fields: Mapping[str, int],
                  callback: Callable[[dict[str, int]], None],
                  pauses: PauseGenerator | None = None):
-        super().__init__(dut, clock, name, fields, pauses)
+        self.name = name
+        self._clock = clock
+        self._valid = signal(dut, f"{name}__valid")
+        self._ready = signal(dut, f"{name}__ready")
+        self._payload = Payload(dut, f"{name}__payload", fields)
         self._callback = callback
+        self.pauses = pauses or no_pauses()
         self._ready.value = 0
-        self._start()
+        self.transfers = 0
+        self._task = cocotb.start_soon(self._run())
+
+    def stop(self) -> None:
+        self._task.cancel()
 
     async def _run(self) -> None:
         falling = FallingEdge(self._clock)
         await falling
         while True:
-            await self._offer(self._ready, self._valid, falling)
+            idle = next(self.pauses)
+            if idle:
+                self._ready.value = 0
+                await ClockCycles(self._clock, idle, FallingEdge)
+            self._ready.value = 1
+            await _settled_high(self._valid, self._clock, falling)
             values = self._payload.read()
             await falling                     # the rising edge in between completed the transfer
             self.transfers += 1
