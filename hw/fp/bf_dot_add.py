@@ -14,7 +14,7 @@ from .format import BF16, FP32, ResultClass, RoundingMode
 from .multiply import FpMultiply
 from .normalize import FpNormalize, NormalizedLayout
 from .round import FpRound
-from .special import SumControlLayout, round_sum, sum_special_case
+from .special import round_sum, sum_special_case
 from .unpack import FpUnpack
 
 __all__ = ["BfDotAdd"]
@@ -108,27 +108,34 @@ class BfDotAdd(wiring.Component):
             m.d.sync += m_addend.eq(operation.addend)
 
         # ---- p: FPAdd_BF16 of the products, up to normalization
-        product_sum_control, add_products = self._align_add(m, "products", *m_products)
+        product_sum_class, product_sum_sign, add_products = self._align_add(
+            m, "products", *m_products)
         m.submodules.normalize_products = normalize_products = FpNormalize(
             width=add_products.window_width, exponent_bits=_EXPONENT_BITS,
             min_exponent=FP32.min_exponent)
         m.d.comb += normalize_products.sum.eq(add_products.sum)
         p_sum = Signal(NormalizedLayout(add_products.window_width, _EXPONENT_BITS))
-        p_control = Signal(SumControlLayout())
+        p_special_class = Signal(ResultClass)
+        p_special_sign = Signal()
         p_addend = Signal(32)
         with m.If(advance):
             m.d.sync += [p_sum.eq(normalize_products.normalized),
-                         p_control.eq(product_sum_control), p_addend.eq(m_addend)]
+                         p_special_class.eq(product_sum_class),
+                         p_special_sign.eq(product_sum_sign), p_addend.eq(m_addend)]
 
         # ---- a: round the product sum, then align and add it to the addend
         m.submodules.round_products = round_products = FpRound(
             FP32, width=add_products.window_width, exponent_bits=_EXPONENT_BITS)
-        round_sum(m, round_products, p_sum, p_control)
-        control, add_addend = self._align_add(m, "addend", p_addend, round_products.bits)
+        round_sum(m, round_products, p_sum, p_special_class, p_special_sign,
+                  RoundingMode.TO_ODD, 1)
+        special_class, special_sign, add_addend = self._align_add(m, "addend", p_addend,
+                                                                  round_products.bits)
         a_sum = Signal(SumLayout(add_addend.window_width, _EXPONENT_BITS))
-        a_control = Signal(SumControlLayout())
+        a_special_class = Signal(ResultClass)
+        a_special_sign = Signal()
         with m.If(advance):
-            m.d.sync += [a_sum.eq(add_addend.sum), a_control.eq(control)]
+            m.d.sync += [a_sum.eq(add_addend.sum), a_special_class.eq(special_class),
+                         a_special_sign.eq(special_sign)]
 
         # ---- o: normalize, round to odd, pack
         m.submodules.normalize = normalize = FpNormalize(
@@ -137,7 +144,8 @@ class BfDotAdd(wiring.Component):
         m.submodules.round = round_ = FpRound(FP32, width=add_addend.window_width,
                                               exponent_bits=_EXPONENT_BITS)
         m.d.comb += normalize.sum.eq(a_sum)
-        round_sum(m, round_, normalize.normalized, a_control)
+        round_sum(m, round_, normalize.normalized, a_special_class, a_special_sign,
+                  RoundingMode.TO_ODD, 1)
         with m.If(advance):
             m.d.sync += self.o.payload.eq(round_.bits)
         return m
@@ -146,8 +154,7 @@ class BfDotAdd(wiring.Component):
     def _align_add(m, name, augend_bits, addend_bits):
         """Unpack two singles with flushing, and align and add them as ``FPAdd_BF16`` does.
 
-        Returns the special case with the controls of the rounding that follows (to odd,
-        flushing; :class:`SumControlLayout`) and the :class:`FpAlignAdd`.
+        Returns the special case (class, sign) and the :class:`FpAlignAdd`.
         """
         unpack_augend = FpUnpack(FP32)
         unpack_addend = FpUnpack(FP32)
@@ -161,6 +168,6 @@ class BfDotAdd(wiring.Component):
                      unpack_addend.bits.eq(addend_bits), unpack_addend.flush.eq(1),
                      *assign_term(align_add.augend, unpack_augend.operand),
                      *assign_term(align_add.addend, unpack_addend.operand)]
-        control = sum_special_case(m, unpack_augend.operand, unpack_addend.operand,
-                                   RoundingMode.TO_ODD, 1)
-        return control, align_add
+        special_class, special_sign = sum_special_case(m, unpack_augend.operand,
+                                                       unpack_addend.operand)
+        return special_class, special_sign, align_add

@@ -9,11 +9,11 @@ from amaranth.lib.wiring import In, Out
 from hw._common import pipeline_advance
 
 from .align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
-from .format import FP16, FP32, RoundingMode
+from .format import FP16, FP32, ResultClass, RoundingMode
 from .multiply import FpMultiply
 from .normalize import FpNormalize, NormalizedLayout
 from .round import FpRound
-from .special import SumControlLayout, round_sum, sum_special_case
+from .special import round_sum, sum_special_case
 from .unpack import FpUnpack
 
 __all__ = ["DotAddLayout", "FpDotAdd16"]
@@ -98,17 +98,26 @@ class FpDotAdd16(wiring.Component):
                 multiply.multiplier.eq(unpack_multiplier.operand),
             ]
             products.append(multiply.product)
-        dot_control = sum_special_case(m, *products, operation.rounding, operation.flush)
+        dot_special_class, dot_special_sign = sum_special_case(m, *products)
 
         product_width = 2 * FP16.precision
         m_products = [Signal(TermLayout(product_width, _EXPONENT_BITS), name=f"m_product{index}")
                       for index in range(2)]
-        m_dot_control = Signal(SumControlLayout())
+        m_dot_special_class = Signal(ResultClass)
+        m_dot_special_sign = Signal()
         m_addend = Signal(32)
+        m_rounding = Signal(RoundingMode)
+        m_flush = Signal()
         with m.If(advance):
-            m.d.sync += [*assign_term(m_products[0], products[0]),
-                         *assign_term(m_products[1], products[1]),
-                         m_dot_control.eq(dot_control), m_addend.eq(operation.addend)]
+            m.d.sync += [
+                *assign_term(m_products[0], products[0]),
+                *assign_term(m_products[1], products[1]),
+                m_dot_special_class.eq(dot_special_class),
+                m_dot_special_sign.eq(dot_special_sign),
+                m_addend.eq(operation.addend),
+                m_rounding.eq(operation.rounding),
+                m_flush.eq(operation.flush),
+            ]
 
         # ---- d: exact sum of the products, normalized
         m.submodules.add_products = add_products = FpAlignAdd(
@@ -121,32 +130,42 @@ class FpDotAdd16(wiring.Component):
                      add_products.addend.eq(m_products[1]),
                      normalize_dot.sum.eq(add_products.sum)]
         d_dot = Signal(NormalizedLayout(add_products.window_width, _EXPONENT_BITS))
-        d_dot_control = Signal(SumControlLayout())
+        d_dot_special_class = Signal(ResultClass)
+        d_dot_special_sign = Signal()
         d_addend = Signal(32)
+        d_rounding = Signal(RoundingMode)
+        d_flush = Signal()
         with m.If(advance):
-            m.d.sync += [d_dot.eq(normalize_dot.normalized), d_dot_control.eq(m_dot_control),
-                         d_addend.eq(m_addend)]
-        d_flush = d_dot_control.flush
+            m.d.sync += [d_dot.eq(normalize_dot.normalized),
+                         d_dot_special_class.eq(m_dot_special_class),
+                         d_dot_special_sign.eq(m_dot_special_sign),
+                         d_addend.eq(m_addend), d_rounding.eq(m_rounding), d_flush.eq(m_flush)]
 
         # ---- a: round the dot (first rounding), then align and add it to the addend
         m.submodules.round_dot = round_dot = FpRound(
             FP32, width=add_products.window_width, exponent_bits=_EXPONENT_BITS)
-        round_sum(m, round_dot, d_dot, d_dot_control)
+        round_sum(m, round_dot, d_dot, d_dot_special_class, d_dot_special_sign, d_rounding,
+                  d_flush)
         m.submodules.unpack_dot = unpack_dot = FpUnpack(FP32)
         m.submodules.unpack_addend = unpack_addend = FpUnpack(FP32)
         m.d.comb += [unpack_dot.bits.eq(round_dot.bits), unpack_dot.flush.eq(d_flush),
                      unpack_addend.bits.eq(d_addend), unpack_addend.flush.eq(d_flush)]
         dot, addend = unpack_dot.operand, unpack_addend.operand
-        control = sum_special_case(m, addend, dot, d_dot_control.rounding, d_flush)
+        special_class, special_sign = sum_special_case(m, addend, dot)
         m.submodules.add_addend = add_addend = FpAlignAdd(
             augend_width=FP32.precision, addend_width=FP32.precision,
             exponent_bits=_EXPONENT_BITS, guard_bits=3, headroom_bits=2, order_by_exponent=True)
         m.d.comb += [*assign_term(add_addend.augend, addend),
                      *assign_term(add_addend.addend, dot)]
         a_sum = Signal(SumLayout(add_addend.window_width, _EXPONENT_BITS))
-        a_control = Signal(SumControlLayout())
+        a_special_class = Signal(ResultClass)
+        a_special_sign = Signal()
+        a_rounding = Signal(RoundingMode)
+        a_flush = Signal()
         with m.If(advance):
-            m.d.sync += [a_sum.eq(add_addend.sum), a_control.eq(control)]
+            m.d.sync += [a_sum.eq(add_addend.sum), a_special_class.eq(special_class),
+                         a_special_sign.eq(special_sign), a_rounding.eq(d_rounding),
+                         a_flush.eq(d_flush)]
 
         # ---- o: normalize, round (second rounding), pack
         m.submodules.normalize = normalize = FpNormalize(
@@ -155,7 +174,8 @@ class FpDotAdd16(wiring.Component):
         m.submodules.round = round_ = FpRound(FP32, width=add_addend.window_width,
                                               exponent_bits=_EXPONENT_BITS)
         m.d.comb += normalize.sum.eq(a_sum)
-        round_sum(m, round_, normalize.normalized, a_control)
+        round_sum(m, round_, normalize.normalized, a_special_class, a_special_sign, a_rounding,
+                  a_flush)
         with m.If(advance):
             m.d.sync += self.o.payload.eq(round_.bits)
         return m

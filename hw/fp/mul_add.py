@@ -9,11 +9,11 @@ from amaranth.lib.wiring import In, Out
 from hw._common import pipeline_advance, rejected
 
 from .align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
-from .format import FP16, FP32, FP64, FpFormat, RoundingMode
+from .format import FP16, FP32, FP64, FpFormat, ResultClass, RoundingMode
 from .multiply import FpMultiply
 from .normalize import FpNormalize, NormalizedLayout
 from .round import FpRound
-from .special import SumControlLayout, round_sum, sum_special_case
+from .special import round_sum, sum_special_case
 from .unpack import FpUnpack
 
 __all__ = ["FpMulAdd", "MulAddLayout"]
@@ -106,14 +106,23 @@ class FpMulAdd(wiring.Component):
         m.d.comb += [multiply.multiplicand.eq(unpack_multiplicand.operand),
                      multiply.multiplier.eq(unpack_multiplier.operand)]
         addend, product = unpack_addend.operand, multiply.product
-        control = sum_special_case(m, addend, product, operation.rounding, operation.flush)
+        special_class, special_sign = sum_special_case(m, addend, product)
 
         m_product = Signal(TermLayout(2 * precision, exponent_bits))
         m_addend = Signal(TermLayout(precision, exponent_bits))
-        m_control = Signal(SumControlLayout())
+        m_special_class = Signal(ResultClass)
+        m_special_sign = Signal()
+        m_rounding = Signal(RoundingMode)
+        m_flush = Signal()
         with m.If(advance):
-            m.d.sync += [*assign_term(m_product, product), *assign_term(m_addend, addend),
-                         m_control.eq(control)]
+            m.d.sync += [
+                *assign_term(m_product, product),
+                *assign_term(m_addend, addend),
+                m_special_class.eq(special_class),
+                m_special_sign.eq(special_sign),
+                m_rounding.eq(operation.rounding),
+                m_flush.eq(operation.flush),
+            ]
 
         # ---- a: align and add
         m.submodules.align_add = align_add = FpAlignAdd(
@@ -121,9 +130,14 @@ class FpMulAdd(wiring.Component):
             guard_bits=3, headroom_bits=precision + 2)
         m.d.comb += [align_add.augend.eq(m_product), align_add.addend.eq(m_addend)]
         a_sum = Signal(SumLayout(align_add.window_width, exponent_bits))
-        a_control = Signal(SumControlLayout())
+        a_special_class = Signal(ResultClass)
+        a_special_sign = Signal()
+        a_rounding = Signal(RoundingMode)
+        a_flush = Signal()
         with m.If(advance):
-            m.d.sync += [a_sum.eq(align_add.sum), a_control.eq(m_control)]
+            m.d.sync += [a_sum.eq(align_add.sum), a_special_class.eq(m_special_class),
+                         a_special_sign.eq(m_special_sign), a_rounding.eq(m_rounding),
+                         a_flush.eq(m_flush)]
 
         # ---- n: normalize
         m.submodules.normalize = normalize = FpNormalize(
@@ -131,14 +145,20 @@ class FpMulAdd(wiring.Component):
             min_exponent=fmt.min_exponent)
         m.d.comb += normalize.sum.eq(a_sum)
         n_value = Signal(NormalizedLayout(align_add.window_width, exponent_bits))
-        n_control = Signal(SumControlLayout())
+        n_special_class = Signal(ResultClass)
+        n_special_sign = Signal()
+        n_rounding = Signal(RoundingMode)
+        n_flush = Signal()
         with m.If(advance):
-            m.d.sync += [n_value.eq(normalize.normalized), n_control.eq(a_control)]
+            m.d.sync += [n_value.eq(normalize.normalized), n_special_class.eq(a_special_class),
+                         n_special_sign.eq(a_special_sign), n_rounding.eq(a_rounding),
+                         n_flush.eq(a_flush)]
 
         # ---- o: round and pack
         m.submodules.round = round_ = FpRound(fmt, width=align_add.window_width,
                                               exponent_bits=exponent_bits)
-        round_sum(m, round_, n_value, n_control)
+        round_sum(m, round_, n_value, n_special_class, n_special_sign, n_rounding,
+                         n_flush)
         with m.If(advance):
             m.d.sync += self.o.payload.eq(round_.bits)
         return m

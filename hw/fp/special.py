@@ -15,24 +15,14 @@ arithmetic is looked at. With the default NaN forced, it is, highest priority fi
 from __future__ import annotations
 
 from amaranth import Mux, Signal
-from amaranth.lib import data
 
 from .format import ResultClass, RoundingMode
 
-__all__ = ["SumControlLayout", "round_sum", "sum_special_case"]
+__all__ = ["round_sum", "sum_special_case"]
 
 
-class SumControlLayout(data.StructLayout):
-    """What travels down a pipeline beside a sum to its rounding: the sum's special case
-    (:func:`sum_special_case`) and the rounding controls (mode and flush-to-zero)."""
-
-    def __init__(self):
-        super().__init__({"special_class": ResultClass, "special_sign": 1,
-                          "rounding": RoundingMode, "flush": 1})
-
-
-def sum_special_case(m, augend, addend, rounding, flush) -> Signal:
-    """The special case of ``augend + addend`` and the controls of its rounding.
+def sum_special_case(m, augend, addend) -> tuple[Signal, Signal]:
+    """Drive the class and sign of ``augend + addend`` if it is a special case.
 
     Parameters
     ----------
@@ -41,21 +31,15 @@ def sum_special_case(m, augend, addend, rounding, flush) -> Signal:
     augend, addend : View
         Anything with ``sign``, ``zero``, ``infinity`` and ``nan`` fields (an unpacked operand or
         a product; a product's ``nan`` already includes infinity × zero).
-    rounding : RoundingMode or Value
-        The rounding mode the sum will be rounded with.
-    flush : Value
-        Flush-to-zero of the rounding.
 
     Returns
     -------
-    Signal(SumControlLayout())
-        ``special_class`` is :attr:`ResultClass.NUMBER` when the numeric sum decides the result,
-        otherwise the class of the special result and ``special_sign`` its sign; ``rounding``
-        and ``flush`` are the arguments.
+    (Signal(ResultClass), Signal(1))
+        :attr:`ResultClass.NUMBER` when the numeric sum decides the result, and the sign of the
+        special result otherwise.
     """
-    control = Signal(SumControlLayout())
-    result_class, sign = control.special_class, control.special_sign
-    m.d.comb += [control.rounding.eq(rounding), control.flush.eq(flush)]
+    result_class = Signal(ResultClass)
+    sign = Signal()
     opposite_infinities = augend.infinity & addend.infinity & (augend.sign != addend.sign)
     with m.If(augend.nan | addend.nan | opposite_infinities):
         m.d.comb += result_class.eq(ResultClass.NAN)
@@ -66,18 +50,16 @@ def sum_special_case(m, augend, addend, rounding, flush) -> Signal:
         m.d.comb += [result_class.eq(ResultClass.ZERO), sign.eq(augend.sign)]
     with m.Else():
         m.d.comb += result_class.eq(ResultClass.NUMBER)
-    return control
+    return result_class, sign
 
 
-def round_sum(m, round_, normalized, control):
-    """Drive an :class:`~hw.fp.round.FpRound` from a normalized sum and its
-    :class:`SumControlLayout` ``control``.
+def round_sum(m, round_, normalized, special_class, special_sign, rounding, flush):
+    """Drive an :class:`~hw.fp.round.FpRound` from a normalized sum and its special case.
 
     A special case wins; otherwise an exact zero is −0 only when rounding towards −infinity
     (+0 when rounding to odd, as ``FPAdd_BF16`` gives).
     """
-    special_class, special_sign = control.special_class, control.special_sign
-    exact_zero_sign = control.rounding == RoundingMode.TOWARD_MINUS_INFINITY
+    exact_zero_sign = rounding == RoundingMode.TOWARD_MINUS_INFINITY
     is_special = special_class != ResultClass.NUMBER
     with m.If(is_special):
         m.d.comb += round_.value.result_class.eq(special_class)
@@ -91,6 +73,6 @@ def round_sum(m, round_, normalized, control):
         round_.value.exponent.eq(normalized.exponent),
         round_.value.significand.eq(normalized.significand),
         round_.value.tiny.eq(normalized.tiny),
-        round_.rounding.eq(control.rounding),
-        round_.flush.eq(control.flush),
+        round_.rounding.eq(rounding),
+        round_.flush.eq(flush),
     ]
