@@ -138,7 +138,39 @@ async def _settled_high(handle, clock, falling) -> None:
             await falling
 
 
-class StreamSource:
+class _StreamAgent:
+    """What a stream source and a stream sink share: the handshake signals, the payload, the
+    pauses before each transfer and the count of transfers; the agent runs as a cocotb task."""
+
+    def __init__(self, dut, clock, name: str, fields: Mapping[str, int],
+                 pauses: PauseGenerator | None):
+        self.name = name
+        self._clock = clock
+        self._valid = signal(dut, f"{name}__valid")
+        self._ready = signal(dut, f"{name}__ready")
+        self._payload = Payload(dut, f"{name}__payload", fields)
+        self.pauses = pauses or no_pauses()
+        self.transfers = 0
+        self._task = None
+
+    def _start(self) -> None:
+        self._task = cocotb.start_soon(self._run())
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+    async def _offer(self, own, other, falling) -> None:
+        """Idle ``next(pauses)`` cycles with ``own`` low, raise it, and return in the clock-low
+        phase before the rising edge at which ``other`` is high too (the transfer)."""
+        idle = next(self.pauses)
+        if idle:
+            own.value = 0
+            await ClockCycles(self._clock, idle, FallingEdge)
+        own.value = 1
+        await _settled_high(other, self._clock, falling)
+
+
+class StreamSource(_StreamAgent):
     """Drives a stream into the design, one whole payload per transfer.
 
     Items are queued with :meth:`send_nowait` (or awaited with :meth:`send`) and offered in order;
@@ -147,18 +179,12 @@ class StreamSource:
 
     def __init__(self, dut, clock, name: str, fields: Mapping[str, int],
                  pauses: PauseGenerator | None = None):
-        self.name = name
-        self._clock = clock
-        self._valid = signal(dut, f"{name}__valid")
-        self._ready = signal(dut, f"{name}__ready")
-        self._payload = Payload(dut, f"{name}__payload", fields)
-        self.pauses = pauses or no_pauses()
+        super().__init__(dut, clock, name, fields, pauses)
         self._queue: Queue = Queue()
         self._idle = Event()
         self._idle.set()
         self._valid.value = 0
-        self.transfers = 0
-        self._task = cocotb.start_soon(self._run())
+        self._start()
 
     def send_nowait(self, values: Mapping[str, int],
                     on_accept: Callable[[], None] | None = None) -> None:
@@ -176,9 +202,6 @@ class StreamSource:
         """Wait until every queued payload has been taken."""
         await self._idle.wait()
 
-    def stop(self) -> None:
-        self._task.cancel()
-
     async def _run(self) -> None:
         falling = FallingEdge(self._clock)
         while True:
@@ -186,20 +209,15 @@ class StreamSource:
                 self._valid.value = 0
                 self._idle.set()
             values, on_accept = await self._queue.get()
-            idle = next(self.pauses)
-            if idle:
-                self._valid.value = 0
-                await ClockCycles(self._clock, idle, FallingEdge)
-            self._payload.write(values)
-            self._valid.value = 1
-            await _settled_high(self._ready, self._clock, falling)
+            self._payload.write(values)         # valid is low or the last transfer just ended
+            await self._offer(self._valid, self._ready, falling)
             await falling                     # the rising edge in between took the payload
             self.transfers += 1
             if on_accept is not None:
                 on_accept()
 
 
-class StreamSink:
+class StreamSink(_StreamAgent):
     """Accepts a stream from the design and hands each payload to ``callback``.
 
     Before accepting each transfer the agent holds ``ready`` low for ``next(pauses)`` cycles.
@@ -209,30 +227,16 @@ class StreamSink:
     def __init__(self, dut, clock, name: str, fields: Mapping[str, int],
                  callback: Callable[[dict[str, int]], None],
                  pauses: PauseGenerator | None = None):
-        self.name = name
-        self._clock = clock
-        self._valid = signal(dut, f"{name}__valid")
-        self._ready = signal(dut, f"{name}__ready")
-        self._payload = Payload(dut, f"{name}__payload", fields)
+        super().__init__(dut, clock, name, fields, pauses)
         self._callback = callback
-        self.pauses = pauses or no_pauses()
         self._ready.value = 0
-        self.transfers = 0
-        self._task = cocotb.start_soon(self._run())
-
-    def stop(self) -> None:
-        self._task.cancel()
+        self._start()
 
     async def _run(self) -> None:
         falling = FallingEdge(self._clock)
         await falling
         while True:
-            idle = next(self.pauses)
-            if idle:
-                self._ready.value = 0
-                await ClockCycles(self._clock, idle, FallingEdge)
-            self._ready.value = 1
-            await _settled_high(self._valid, self._clock, falling)
+            await self._offer(self._ready, self._valid, falling)
             values = self._payload.read()
             await falling                     # the rising edge in between completed the transfer
             self.transfers += 1
