@@ -1,19 +1,20 @@
 """The RTL backend: programs run on the engine's Verilog under cocotb (Verilator or Icarus).
 
 :func:`run_rtl` is what ``zatile run --backend rtl`` and ``zatile compare --backends model,rtl``
-call through :mod:`sim.backends`. It builds the engine for the configuration (cached, see
-:mod:`tb.runner`), starts one simulation, and inside it (``tb.rtl_backend``):
+call through :mod:`zatile.sw.backends`. It builds the engine for the configuration (cached, see
+:mod:`zatile.tb.runner`), starts one simulation, and inside it (:mod:`zatile.tb.rtl_backend`):
 
 1. loads the initial state into the engine through its issue port
-   (:meth:`tb.engine.EngineBench.load_state`), with memory served from the state's regions;
-2. runs :func:`execute_program` - plain blocking CPU-side code written against the
-   :class:`sw.driver.Engine` interface - in a :func:`cocotb.task.bridge` thread, each
-   ``Engine.issue`` resuming the bench's coroutine that drives the issue port;
+   (:meth:`zatile.tb.engine.EngineBench.load_state`), with memory served from the state's regions;
+2. runs :func:`zatile.sim.straight_line.execute_program` - plain blocking CPU-side code written
+   against the :class:`~zatile.sw.arch.engine.Engine` interface - in a
+   :func:`cocotb.task.bridge` thread, each ``Engine.issue`` resuming the bench's coroutine that
+   drives the issue port;
 3. reads Z, P, FFR and ZA back through the debug port.
 
 State the engine cannot hold is carried by the CPU side, as in a real system: X0-X30, SP and FPSR
 (reset to 0x0800009F on every ``fpsr_reset``), and FPCR (an input). Z/P of a state with SM=0 and
-FFR are not loadable into the engine (:mod:`tb.engine`); they are the CPU's non-streaming SVE
+FFR are not loadable into the engine (:mod:`zatile.tb.engine`); they are the CPU's non-streaming SVE
 state and are reported unchanged while PSTATE.SM never changes, and as the engine's (reset)
 contents after it did.
 """
@@ -27,24 +28,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
+from zatile.sim.run import InstructionOutcome, RunOutcome
+from zatile.sim.state import ArchState
+from zatile.sw.arch.asm import disassemble, parse_program
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.engine import Result, Status
+from zatile.tb.runner import build_engine, waves_requested
 
-from sim.backends import InstructionOutcome, RunOutcome
-from sim.state import ArchState
-from sw.asm import disassemble, parse_program
-from sw.config import EngineConfig
-
-__all__ = ["RtlRun", "run_rtl", "execute_program"]
-
-MASK64 = (1 << 64) - 1
+__all__ = ["RtlRun", "run_rtl"]
 
 
 @dataclass
 class RtlRun(RunOutcome):
-    """A :class:`~sim.backends.RunOutcome` of the RTL backend, also unpackable as
+    """A :class:`~zatile.sim.run.RunOutcome` of the RTL backend, also unpackable as
     ``final, results = run_rtl(...)``."""
 
-    #: sim.model.Result of every instruction, in order.
+    #: The engine's Result of every instruction, in order.
     results: list = field(default_factory=list)
     #: Simulated clock cycles and wall-clock seconds of the simulation.
     cycles: int = 0
@@ -52,34 +51,6 @@ class RtlRun(RunOutcome):
 
     def __iter__(self):
         return iter((self.final, self.results))
-
-
-def execute_program(engine, words: Sequence[int], x: Sequence[int], sp: int):
-    """Run straight-line code on an :class:`sw.driver.Engine` the way a CPU would.
-
-    Operands come from the CPU's registers (``x``, ``sp``), scalar results are written back.
-    Execution continues after traps and faults, like the model backend.
-
-    Returns
-    -------
-    (results, x, sp)
-        The engine's :class:`sim.model.Result` per instruction and the final registers.
-    """
-    from sim.model import Status
-    from sw.driver import scalar_destination_of, scalar_operands
-
-    x = np.array(x, np.uint64).copy()
-    results = []
-    for word in words:
-        result = engine.issue(word, scalar_operands(word, x, sp))
-        destination = scalar_destination_of(word)
-        if result.status is Status.OK and destination is not None and not destination.is_zero:
-            if destination.is_sp:
-                sp = result.scalar & MASK64
-            else:
-                x[destination.number] = np.uint64(result.scalar & MASK64)
-        results.append(result)
-    return results, x, sp
 
 
 def _program(program: str | Sequence[int]) -> tuple[list[int], list[str]]:
@@ -107,7 +78,7 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
         Record an FST waveform (default from ``ZATILE_WAVES``); the run directory is then kept
         and its path printed.
     pauses : str
-        Random idle/backpressure on every handshake (:data:`tb.pauses.PAUSE_STYLES`).
+        Random idle/backpressure on every handshake (:data:`zatile.tb.pauses.PAUSE_STYLES`).
     seed : int
         Seed of the pauses.
 
@@ -115,12 +86,12 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
     ------
     ValueError
         If the configuration does not support ``initial.svl``.
-    sw.asm.AsmError
+    zatile.sw.arch.isa.AsmError
         If the program does not assemble.
-    tb.runner.SimulationFailed
+    zatile.tb.runner.SimulationFailed
         If the simulation fails.
     """
-    from tb.runner import build_engine, config_to_json, waves_requested
+    from zatile.tb.runner import build_engine, config_to_json, waves_requested
 
     config = config or EngineConfig(max_svl=max(initial.svl, 128))
     if initial.svl not in config.supported_svls:
@@ -135,8 +106,8 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
     try:
         initial.save(directory / "initial.npz")
         (directory / "request.json").write_text(json.dumps(
-            {"words": words, "config": config_to_json(config), "pauses": pauses, "seed": seed}))
-        build.run("tb.rtl_backend", extra_env={"ZATILE_RTL_REQUEST": str(directory),
+            {"words": words, "config": config.to_json_dict(), "pauses": pauses, "seed": seed}))
+        build.run("zatile.tb.rtl_backend", extra_env={"ZATILE_RTL_REQUEST": str(directory),
                                                "COCOTB_LOG_LEVEL": "WARNING"},
                   test_dir=directory, log_file=directory / "sim.log")
         final = ArchState.load(directory / "final.npz")
@@ -146,8 +117,6 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
             print(f"RTL run kept in {directory} (waveform: dump.fst / *.fst)")
         else:
             shutil.rmtree(directory, ignore_errors=True)
-    from sim.model import Result, Status
-
     results = [Result(Status(r["status"]), r["smtc"], r["fault_address"], r["scalar"], r["form"])
                for r in report["results"]]
     outcomes = [InstructionOutcome(index, text, result.status.value, result.smtc,
