@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sim.tools import find_tool
+from zatile.sim.tools import find_tool
 
 __all__ = ["ARCH_FLAGS", "gnu_assemble", "gnu_disassemble"]
 

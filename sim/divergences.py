@@ -23,9 +23,11 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from sim.model import Result, Status, active_elements, tile_elements
-from sim.state import ArchState
-from sw.isa import Decoded, Requires, decode
+from zatile.sim.model import active_elements, tile_elements
+from zatile.sim.state import ArchState
+from zatile.sw.arch.constants import SVCR_ZA
+from zatile.sw.arch.engine import Result, Status
+from zatile.sw.arch.isa import Decoded, Requires, decode
 
 __all__ = [
     "QEMU_ORACLE_VERSION",
@@ -227,7 +229,7 @@ def _disables_za(decoded: Decoded, state: ArchState) -> bool:
     if op == "msr_svcr":
         register = decoded["rt"]
         value = 0 if register == 31 else int(state.x[register])
-        return not value & 2
+        return not value & SVCR_ZA
     return False
 
 

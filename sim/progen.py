@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sw.asm import disassemble
-from sw.isa import FORMS, Form, Requires, decode
-from sim.state import ArchState, Memory
+from zatile.sw.arch.asm import disassemble
+from zatile.sw.arch.isa import FORMS, Form, Requires, decode
+from zatile.sim.state import ArchState, Memory
 
 __all__ = ["DATA_BASE", "DATA_SIZE", "OP_WEIGHTS", "GeneratedProgram", "generate_program"]
 
@@ -57,7 +57,6 @@ _FP_SPECIALS = {
         0x7FF4000000000000, 1, 0x000FFFFFFFFFFFFF, 0x0010000000000000, 0x7FEFFFFFFFFFFFFF,
         0x3FF0000000000000, 0xBFF0000000000000, 0x3FF0000000000001, 0x3CA0000000000000],
 }
-_FP_ESIZE_BY_OP = {"fmopa_fp32": 4, "fmopa_fp64": 8, "fmopa_fp16_widening": 2, "bfmopa": 2}
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.state import ArchState, Memory
-from sim.tools import find_tool
-from sw.binutils import ARCH_FLAGS
+from zatile.sim.binutils import ARCH_FLAGS
+from zatile.sim.state import ArchState, Memory
+from zatile.sim.tools import find_tool
+from zatile.sw.arch.constants import SVCR_SM, SVCR_ZA
 
 __all__ = [
     "QemuResult",
@@ -430,7 +431,7 @@ def run_qemu(program: str, initial: ArchState, timeout: float = 30.0) -> QemuRes
     sim.tools.ToolMissing
         If binutils or QEMU is not installed.
     """
-    if initial.svcr & ~3:
+    if initial.svcr & ~(SVCR_SM | SVCR_ZA):
         raise ValueError(f"SVCR has only SM (bit 0) and ZA (bit 1), not 0x{initial.svcr:x}")
     body = _body_lines(program)
     layout = state_layout(initial.svl_bytes)
@@ -502,7 +503,7 @@ def _parse_output(run: subprocess.CompletedProcess, initial: ArchState, layout: 
         final_memory[base] = np.frombuffer(run.stdout, np.uint8, data.size, offset)
         offset += data.size
     svcr = int(block["svcr"])
-    za_valid = bool(svcr & 2)
+    za_valid = bool(svcr & SVCR_ZA)
     state = ArchState(
         svl=initial.svl, svcr=svcr,
         za=block["za"] if za_valid else None, z=block["z"], p=block["p"], ffr=block["ffr"],

@@ -15,18 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
+from zatile.sw.arch.constants import MASK64, SVCR_SM, SVCR_ZA
+
 __all__ = [
     "ArchState",
     "Memory",
     "MemoryFault",
     "SnapshotError",
-    "FPSR_RESET_ON_SM_CHANGE",
+
 ]
-
-MASK64 = (1 << 64) - 1
-
-#: FPSR after ResetSVEState (every PSTATE.SM change): all cumulative bits and QC (sme-isa.md §1.4).
-FPSR_RESET_ON_SM_CHANGE = 0x0800009F
 
 _MEM_KEY = re.compile(r"mem_(?:0x)?([0-9a-fA-F]+)$")
 _SCALAR_KEYS = ("svl", "svcr", "fpcr", "fpsr", "sp")
@@ -204,12 +201,12 @@ class ArchState:
     @property
     def sm(self) -> bool:
         """PSTATE.SM."""
-        return bool(self.svcr & 1)
+        return bool(self.svcr & SVCR_SM)
 
     @property
     def za_enabled(self) -> bool:
         """PSTATE.ZA."""
-        return bool(self.svcr & 2)
+        return bool(self.svcr & SVCR_ZA)
 
     def copy(self) -> "ArchState":
         """A deep, independent copy."""
