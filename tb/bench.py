@@ -34,12 +34,13 @@ import cocotb
 import numpy as np
 from cocotb.triggers import Timer
 
-from sim.progen import generate_program
-from sim.state import Memory
-from sw.asm import assemble_line
-from tb.engine import CLOCK_NS, EngineBench, smcr_len_for
-from tb.issue import ScalarFile, sources_for
-from tb.runner import config_from_json
+from zatile.sim.progen import generate_program
+from zatile.sim.state import Memory
+from zatile.sw.arch.asm import assemble_line
+from zatile.tb.engine import CLOCK_NS, EngineBench, smcr_len_for
+from zatile.sw.arch.isa import operand_values
+from zatile.tb.issue import ScalarFile
+from zatile.sw.arch.config import EngineConfig
 
 DATA = 0x10_0000
 COUNT = 1000
@@ -65,7 +66,7 @@ def _slices(store: bool, offset: int, svl_bytes: int) -> list[tuple[int, tuple]]
     word = assemble_line(text)
     dim = svl_bytes // 4
     # The CPU advances the slice selector and the element index between instructions.
-    return [(word, sources_for(word, {"rs": index, "rn": DATA + offset, "rm": index * dim}))
+    return [(word, operand_values(word, {"rs": index, "rn": DATA + offset, "rm": index * dim}))
             for index in range(SLICES)]
 
 
@@ -87,7 +88,7 @@ async def _measure(bench: EngineBench, stream: list[tuple[int, tuple]]) -> dict:
 @cocotb.test()
 async def workloads(dut) -> None:
     settings = json.loads(os.environ["ZATILE_BENCH"])
-    config = config_from_json(settings["config"])
+    config = EngineConfig.from_json_dict(settings["config"])
     svl = config.max_svl
     svl_bytes = svl // 8
     rng = random.Random(1)

@@ -31,31 +31,26 @@ from pathlib import Path
 
 import numpy as np
 
-from sw.config import EngineConfig
-from sw.isa import FORMS, Decoded, Form, Requires
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.isa import FORMS, Decoded, Form, Requires, Trait, ops_with
 
-__all__ = ["PREDICATE_CLASSES", "MEMORY_OPS", "STORE_OPS", "Sample", "Coverage",
+__all__ = ["PREDICATE_CLASSES", "MEMORY_OPS", "STORE_OPS", "SLICE_OPS", "Sample", "Coverage",
            "predicate_class", "predicate_granule"]
 
 PREDICATE_CLASSES = ("all_true", "all_false", "sparse", "first_only", "last_only")
-MEMORY_OPS = frozenset({"ld1_tile", "st1_tile", "ldr_za", "str_za", "ld1_contiguous",
-                        "st1_contiguous", "ldr_register", "str_register"})
-STORE_OPS = frozenset({"st1_tile", "str_za", "st1_contiguous", "str_register"})
-SLICE_OPS = ("ld1_tile", "st1_tile", "mova_to_tile", "mova_to_vector", "ldr_za", "str_za")
+MEMORY_OPS = frozenset(ops_with(Trait.LOAD, Trait.STORE))
+STORE_OPS = frozenset(ops_with(Trait.STORE))
+SLICE_OPS = ops_with(Trait.ZA_SLICE)
 ZERO_MASK_CLASSES = ("empty", "one_d", "s_tile", "h_tile", "all", "other")
 MEMORY_EVENTS = ("load_fault", "store_fault", "store_partial_write", "forced_error_load",
                  "forced_error_store")
 
-_SVCR_WRITERS = ("msr_svcr_imm", "msr_svcr")
+_SVCR_WRITERS = ops_with(Trait.SVCR_WRITE)
 
 
 def predicate_granule(form: Form) -> int:
     """Bytes per predicate element the form tests (its source element size)."""
-    if form.op == "int_mopa":
-        return form.params["esize"] // 4
-    if form.op in ("fmopa_fp16_widening", "bfmopa"):
-        return 2
-    return int(form.params.get("esize", 1))
+    return int(form.params.get("esize", 1)) // int(form.params.get("ways", 1))
 
 
 def predicate_class(predicate: np.ndarray, granule: int, svl_bytes: int) -> str:

@@ -1,7 +1,7 @@
 """The read-only debug backdoor: ZA rows, Z, P and FFR as the scoreboard sees them.
 
 ``debug_addr`` selects (space, index); ``debug_data`` shows the selection one cycle later
-(hw.engine). Reads are pipelined one per cycle: at each falling edge the reader takes the data
+(:mod:`zatile.hw.engine`). Reads are pipelined one per cycle: at each falling edge the reader takes the data
 for the address it drove one edge earlier and drives the next address. Only meaningful while the
 engine is idle.
 """
@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from tb.stream import Payload, read_int, signal
+from zatile.hw.engine import DebugAddressLayout, DebugSpace
+from zatile.tb.stream import Payload, layout_fields, read_int, signal
 
-__all__ = ["DebugReader", "SPACE_ZA", "SPACE_Z", "SPACE_P", "SPACE_FFR"]
-
-SPACE_ZA, SPACE_Z, SPACE_P, SPACE_FFR = 0, 1, 2, 3
+__all__ = ["DebugReader"]
 
 
 class DebugReader:
@@ -31,7 +30,7 @@ class DebugReader:
 
     def __init__(self, dut, clock, max_svl: int):
         self._clock = clock
-        self._addr = Payload(dut, "debug_addr", {"space": 2, "index": 8})
+        self._addr = Payload(dut, "debug_addr", layout_fields(DebugAddressLayout))
         self._data = signal(dut, "debug_data")
         self.max_bytes = max_svl // 8
         self._addr.write({"space": 0, "index": 0})
@@ -52,8 +51,9 @@ class DebugReader:
     async def snapshot(self, svl: int, za: bool = True) -> dict[str, np.ndarray]:
         """ZA (if ``za``), Z, P and FFR at effective SVL ``svl``, as :class:`ArchState` arrays."""
         svl_bytes = svl // 8
-        selections = [(SPACE_Z, n) for n in range(32)] + [(SPACE_P, n) for n in range(16)] \
-            + [(SPACE_FFR, 0)] + ([(SPACE_ZA, n) for n in range(svl_bytes)] if za else [])
+        selections = [(DebugSpace.Z, n) for n in range(32)] \
+            + [(DebugSpace.P, n) for n in range(16)] + [(DebugSpace.FFR, 0)] \
+            + ([(DebugSpace.ZA, n) for n in range(svl_bytes)] if za else [])
         raw = await self.read(selections)
 
         def rows(chunk: list[bytes], length: int) -> np.ndarray:

@@ -6,8 +6,9 @@ memory responder, debug reader) and offers whole-instruction operations on them:
 :class:`~sim.state.ArchState` through the issue port, and read the architectural registers back
 through the debug port.
 
-:class:`RtlEngine` is the same engine behind the blocking :class:`sw.driver.Engine` interface
-the CPU side (the kernel model, :func:`sim.rtl.execute_program`) is written against. Its methods
+:class:`RtlEngine` is the same engine behind the blocking :class:`~zatile.sw.arch.engine.Engine`
+interface the CPU side (the kernel model, :func:`zatile.sim.straight_line.execute_program`) is
+written against. Its methods
 may only be called from a thread started with :func:`cocotb.task.bridge`; each call blocks on a
 :func:`cocotb.task.resume`-wrapped coroutine of the bench.
 
@@ -31,17 +32,18 @@ from cocotb.clock import Clock
 from cocotb.task import resume
 from cocotb.triggers import ClockCycles, Event, FallingEdge, SimTimeoutError, with_timeout
 
-from sim.model import Result, Status
-from sim.state import FPSR_RESET_ON_SM_CHANGE, ArchState, Memory
-from sw.asm import disassemble
-from sw.config import EngineConfig
-from sw.driver import Engine, scalar_destination_of
-from sw.isa import FORMS_BY_NAME
-from tb.debug import DebugReader
-from tb.issue import IssueDriver, ResultMonitor, RtlResult, sources_for
-from tb.memory import BusMemory, MemoryResponder
-from tb.pauses import PAUSE_STYLES, pauses_by_name
-from tb.stream import read_int, signal
+from zatile.hw.engine import PerfLayout
+from zatile.sim.state import ArchState, Memory
+from zatile.sw.arch.asm import disassemble
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, SVCR_SM, SVCR_ZA
+from zatile.sw.arch.engine import Engine, Result, Status
+from zatile.sw.arch.isa import FORMS_BY_NAME, decode, destination_of, operand_values
+from zatile.tb.debug import DebugReader
+from zatile.tb.issue import IssueDriver, ResultMonitor, RtlResult
+from zatile.tb.memory import BusMemory, MemoryResponder
+from zatile.tb.pauses import PAUSE_STYLES, pauses_by_name
+from zatile.tb.stream import Payload, layout_fields, read_int, signal
 
 __all__ = ["CLOCK_NS", "STAGING_BASE", "EngineBench", "RtlEngine", "smcr_len_for",
            "to_model_result"]
@@ -59,17 +61,12 @@ def smcr_len_for(svl: int) -> int:
 def to_model_result(word: int, rtl: RtlResult) -> Result:
     """An engine result in the reference model's terms."""
     status = Status[rtl.status]
-    form = None if status is Status.UNDEF else _form_name(word)
-    scalar = rtl.scalar if status is Status.OK and scalar_destination_of(word) else None
+    decoded = None if status is Status.UNDEF else decode(word)
+    form = decoded.form.name if decoded else None
+    scalar = rtl.scalar if status is Status.OK and destination_of(word) else None
     return Result(status, smtc=rtl.smtc if status is Status.SME_TRAP else None,
                   fault_address=rtl.fault_address if status is Status.FAULT else None,
                   scalar=scalar, form=form)
-
-
-def _form_name(word: int) -> str | None:
-    from sw.isa import decode
-    decoded = decode(word)
-    return decoded.form.name if decoded else None
 
 
 class EngineBench:
@@ -182,10 +179,9 @@ class EngineBench:
     def issue_nowait(self, word: int, sources: Sequence[int],
                      on_result: Callable[[RtlResult], None]) -> None:
         """Queue one instruction; ``on_result`` gets its result (results come in order)."""
-        padded = tuple(sources) + (0,) * (3 - len(sources))
         self._drained.clear()
         self._outstanding.append((word, on_result))
-        self.issue.issue_nowait(word, padded)
+        self.issue.issue_nowait(word, tuple(sources))
 
     @property
     def outstanding(self) -> int:
@@ -233,7 +229,7 @@ class EngineBench:
         self.bus.private_enabled = True
         rate, self.bus.forced_error_rate = self.bus.forced_error_rate, 0.0
         msr = FORMS_BY_NAME["MSR_SVCR"].encode(rt=0)
-        steps = [(msr, (1 | (state.svcr & 2),))]
+        steps = [(msr, (SVCR_SM | (state.svcr & SVCR_ZA),))]
         if state.sm:
             for n in np.flatnonzero(state.z.any(axis=1)).tolist():
                 steps.append((FORMS_BY_NAME["LDR_Z"].encode(zt=n, rn=0),
@@ -245,8 +241,8 @@ class EngineBench:
             ldr_za = FORMS_BY_NAME["LDR_ZA"].encode(rv=0, rn=0, off=0)
             for row in np.flatnonzero(state.za.any(axis=1)).tolist():
                 address = STAGING_BASE + z_bytes + p_bytes + row * svl_bytes
-                steps.append((ldr_za, sources_for(ldr_za, {"rv": row, "rn": address})))
-        steps.append((msr, (state.svcr & 3,)))
+                steps.append((ldr_za, operand_values(ldr_za, {"rv": row, "rn": address})))
+        steps.append((msr, (state.svcr & (SVCR_SM | SVCR_ZA),)))
         for word, sources in steps:
             result = await self.execute(word, sources)
             if result.status != "OK":
@@ -275,14 +271,11 @@ class EngineBench:
 
     def perf(self) -> dict[str, int]:
         """The performance counters (``perf`` output)."""
-        from tb.stream import Payload
-        names = ("cycles", "busy_cycles", "retired", "retired_mopa", "retired_ldst",
-                 "retired_other", "traps", "macs")
-        return Payload(self.dut, "perf", {name: 64 for name in names}).read()
+        return Payload(self.dut, "perf", layout_fields(PerfLayout)).read()
 
 
 class RtlEngine(Engine):
-    """:class:`sw.driver.Engine` on the RTL (call only from a :func:`cocotb.task.bridge` thread).
+    """:class:`~zatile.sw.arch.engine.Engine` on the RTL (call only from a :func:`cocotb.task.bridge` thread).
 
     Parameters
     ----------

@@ -1,8 +1,8 @@
 """The engine's instruction port: issue driver, result monitor, and the CPU's scalar registers.
 
-The engine never holds general registers (hw.engine): the host resolves every general-register
-operand an instruction reads (in :func:`sw.isa.scalar_sources` order) into ``src0..src2`` and
-writes ``result.scalar`` back to :func:`sw.isa.scalar_destination`. :class:`ScalarFile` is that
+The engine never holds general registers (:mod:`zatile.hw.engine`): the host resolves every
+general-register operand an instruction reads (:func:`zatile.sw.arch.isa.read_operands`) into
+``src0..src2`` and writes ``result.scalar`` back (:func:`zatile.sw.arch.isa.write_result`). :class:`ScalarFile` is that
 host side; :class:`IssueDriver` and :class:`ResultMonitor` move whole instructions and results
 across the two stream ports.
 """
@@ -14,22 +14,24 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from sim.state import FPSR_RESET_ON_SM_CHANGE
-from sw.isa import ScalarRegister, decode, scalar_destination, scalar_sources
-from tb.pauses import PauseGenerator
-from tb.stream import StreamSink, StreamSource
+from zatile.hw.engine import IssueLayout, ResultLayout
+from zatile.hw.state_control import Status
+from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE
+from zatile.sw.arch.isa import destination_of, read_operands, sources_of, write_result
+from zatile.tb.pauses import PauseGenerator
+from zatile.tb.stream import StreamSink, StreamSource, layout_fields
 
-__all__ = ["ISSUE_FIELDS", "RESULT_FIELDS", "STATUS_NAMES", "RtlResult", "ScalarFile",
-           "IssueDriver", "ResultMonitor", "sources_for"]
+__all__ = ["ISSUE_FIELDS", "RESULT_FIELDS", "SOURCE_SLOTS", "STATUS_NAMES", "RtlResult",
+           "ScalarFile", "IssueDriver", "ResultMonitor", "pad_sources"]
 
-MASK64 = (1 << 64) - 1
-
-#: ``issue`` payload (hw.engine.IssueLayout), LSB first.
-ISSUE_FIELDS = {"word": 32, "src0": 64, "src1": 64, "src2": 64}
-#: ``result`` payload (hw.engine.ResultLayout), LSB first.
-RESULT_FIELDS = {"status": 2, "smtc": 3, "scalar": 64, "fault_address": 64, "fpsr_reset": 1}
-#: ``result.status`` encoding: names match ``sim.model.Status`` member names.
-STATUS_NAMES = ("OK", "UNDEF", "SME_TRAP", "FAULT")
+#: ``issue`` payload (:data:`zatile.hw.engine.IssueLayout`), LSB first.
+ISSUE_FIELDS = layout_fields(IssueLayout)
+#: ``result`` payload (:data:`zatile.hw.engine.ResultLayout`), LSB first.
+RESULT_FIELDS = layout_fields(ResultLayout)
+#: Operand slots of the issue port (``src0``, ``src1``, ...).
+SOURCE_SLOTS = tuple(name for name in ISSUE_FIELDS if name.startswith("src"))
+#: ``result.status`` encoding: the member names of :class:`zatile.sw.arch.engine.Status`.
+STATUS_NAMES = tuple(member.name for member in Status)
 
 
 @dataclass(frozen=True)
@@ -55,20 +57,11 @@ class RtlResult:
         return self.status
 
 
-def _operand(register: ScalarRegister, x: np.ndarray, sp: int) -> int:
-    if register.is_zero:
-        return 0
-    value = sp if register.is_sp else int(x[register.number])
-    return value & ((1 << register.width) - 1)
-
-
-def sources_for(word: int, values: Mapping[str, int]) -> tuple[int, int, int]:
-    """``src0..src2`` of ``word`` from values given per operand field (``{"rn": addr}``)."""
-    decoded = decode(word)
-    sources = [0, 0, 0]
-    for slot, register in enumerate(scalar_sources(decoded) if decoded else ()):
-        sources[slot] = values.get(register.field, 0) & ((1 << register.width) - 1)
-    return tuple(sources)
+def pad_sources(values: tuple[int, ...]) -> tuple[int, ...]:
+    """Operand values in issue-slot order, the unused slots zero."""
+    if len(values) > len(SOURCE_SLOTS):
+        raise ValueError(f"{len(values)} operands for {len(SOURCE_SLOTS)} issue slots")
+    return tuple(values) + (0,) * (len(SOURCE_SLOTS) - len(values))
 
 
 class ScalarFile:
@@ -85,41 +78,24 @@ class ScalarFile:
         self.sp = int(sp)
         self.fpsr = int(fpsr)
 
-    def sources(self, word: int) -> tuple[int, int, int]:
-        """``src0..src2`` for ``word`` (zeros for a word outside the subset)."""
-        decoded = decode(word)
-        sources = [0, 0, 0]
-        for slot, register in enumerate(scalar_sources(decoded) if decoded else ()):
-            sources[slot] = _operand(register, self.x, self.sp)
-        return tuple(sources)
+    def sources(self, word: int) -> tuple[int, ...]:
+        """``src0..src2`` for ``word`` (zeros for unused slots and a word outside the subset)."""
+        return pad_sources(read_operands(word, self))
 
     def reads(self, word: int) -> set[str]:
         """Names (``x5``, ``sp``) of the registers ``word`` reads (for issue hazards)."""
-        decoded = decode(word)
-        return {self._name(r) for r in (scalar_sources(decoded) if decoded else ())
-                if not r.is_zero}
+        return {register.name for register in sources_of(word) if not register.is_zero}
 
     def writes(self, word: int) -> str | None:
         """Name of the register ``word`` writes, if any."""
-        decoded = decode(word)
-        register = scalar_destination(decoded) if decoded else None
-        return None if register is None or register.is_zero else self._name(register)
-
-    @staticmethod
-    def _name(register: ScalarRegister) -> str:
-        return "sp" if register.is_sp else f"x{register.number}"
+        register = destination_of(word)
+        return None if register is None or register.is_zero else register.name
 
     def retire(self, word: int, result: RtlResult) -> None:
         """Apply a result: scalar write-back and the FPSR reset of an SM change."""
         if result.status != "OK":
             return
-        decoded = decode(word)
-        register = scalar_destination(decoded) if decoded else None
-        if register is not None and not register.is_zero:
-            if register.is_sp:
-                self.sp = result.scalar & MASK64
-            else:
-                self.x[register.number] = np.uint64(result.scalar & MASK64)
+        write_result(word, result.scalar, self)
         if result.fpsr_reset:
             self.fpsr = FPSR_RESET_ON_SM_CHANGE
 
@@ -130,10 +106,9 @@ class IssueDriver:
     def __init__(self, dut, clock, pauses: PauseGenerator | None = None):
         self.source = StreamSource(dut, clock, "issue", ISSUE_FIELDS, pauses)
 
-    def issue_nowait(self, word: int, sources: tuple[int, int, int],
+    def issue_nowait(self, word: int, sources: tuple[int, ...],
                      on_accept: Callable[[], None] | None = None) -> None:
-        src0, src1, src2 = sources
-        self.source.send_nowait({"word": word, "src0": src0, "src1": src1, "src2": src2},
+        self.source.send_nowait({"word": word, **dict(zip(SOURCE_SLOTS, pad_sources(sources)))},
                                 on_accept)
 
     async def wait_idle(self) -> None:

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.state import Memory, MemoryFault
-from tb.pauses import PauseGenerator
-from tb.stream import StreamSink, StreamSource
+from zatile.hw.lsu import MemRequestLayout, MemResponseLayout
+from zatile.sim.state import Memory, MemoryFault
+from zatile.tb.pauses import PauseGenerator
+from zatile.tb.stream import StreamSink, StreamSource, layout_fields
 
 __all__ = ["BusError", "BeatWrite", "BusMemory", "MemoryResponder", "memory_with_holes",
            "request_fields", "response_fields"]
@@ -37,13 +38,13 @@ class BusError(AssertionError):
 
 
 def request_fields(data_width: int) -> dict[str, int]:
-    """``mem_req`` payload fields (hw.lsu), LSB first."""
-    return {"address": 64, "write": 1, "data": data_width, "byte_enable": data_width // 8}
+    """``mem_req`` payload fields (:func:`zatile.hw.lsu.MemRequestLayout`), LSB first."""
+    return layout_fields(MemRequestLayout(data_width))
 
 
 def response_fields(data_width: int) -> dict[str, int]:
-    """``mem_resp`` payload fields (hw.lsu), LSB first."""
-    return {"data": data_width, "error": 1}
+    """``mem_resp`` payload fields (:func:`zatile.hw.lsu.MemResponseLayout`), LSB first."""
+    return layout_fields(MemResponseLayout(data_width))
 
 
 @dataclass(frozen=True)

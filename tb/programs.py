@@ -13,22 +13,21 @@ draws from :func:`sim.progen.generate_program`.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from sim.progen import DATA_BASE, DATA_SIZE, generate_program
-from sim.state import ArchState
-from sw.asm import assemble_line
-from sw.config import EngineConfig
-from sw.isa import FORMS, FORMS_BY_NAME, Form, decode
-from tb.coverage import MEMORY_OPS, PREDICATE_CLASSES, SLICE_OPS, STORE_OPS, predicate_granule
+from zatile.sim.progen import DATA_BASE, DATA_SIZE, generate_program
+from zatile.sim.state import ArchState
+from zatile.sw.arch.asm import assemble_line
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME, Form, decode
+from zatile.tb.coverage import MEMORY_OPS, PREDICATE_CLASSES, SLICE_OPS, STORE_OPS, predicate_granule
 
 __all__ = ["Program", "initial_state", "instance", "predicate_pattern", "DIRECTED",
            "random_programs", "SVCR_WRITERS"]
 
-MASK64 = (1 << 64) - 1
 SVCR_WRITERS = ("msr_svcr_imm", "msr_svcr")
 #: Where predicate pattern tables live (their own region, so stores cannot clobber them).
 PATTERN_BASE = 0x0010_0000
@@ -417,7 +416,3 @@ def random_programs(config: EngineConfig, svl: int, rng: random.Random, count: i
                                 check_every=False, pauses=styles[index % len(styles)]))
     return programs
 
-
-def with_options(programs: list[Program], **options) -> list[Program]:
-    """Copies of ``programs`` with run options replaced."""
-    return [replace(program, **options) for program in programs]

@@ -1,4 +1,4 @@
-"""The simulation side of :func:`sim.rtl.run_rtl` (a cocotb test module).
+"""The simulation side of :func:`zatile.tb.rtl_run.run_rtl` (a cocotb test module).
 
 ``ZATILE_RTL_REQUEST`` names a directory holding ``initial.npz`` and ``request.json`` (words,
 configuration, pause style, seed); the test writes ``final.npz`` and ``results.json`` there.
@@ -15,10 +15,10 @@ import cocotb
 from cocotb.task import bridge
 from cocotb.utils import get_sim_time
 
-from sim.rtl import execute_program
-from sim.state import ArchState
-from tb.engine import CLOCK_NS, EngineBench, RtlEngine, smcr_len_for
-from tb.runner import config_from_json
+from zatile.sim.straight_line import execute_program
+from zatile.sim.state import ArchState
+from zatile.tb.engine import CLOCK_NS, EngineBench, RtlEngine, smcr_len_for
+from zatile.sw.arch.config import EngineConfig
 
 
 @cocotb.test()
@@ -27,7 +27,7 @@ async def run_program(dut) -> None:
     started = time.monotonic()
     directory = Path(os.environ["ZATILE_RTL_REQUEST"])
     request = json.loads((directory / "request.json").read_text())
-    config = config_from_json(request["config"])
+    config = EngineConfig.from_json_dict(request["config"])
     initial = ArchState.load(directory / "initial.npz")
     bench = EngineBench(dut, config, seed=request.get("seed", 0),
                         pauses=request.get("pauses", "none"))

@@ -91,8 +91,6 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
     zatile.tb.runner.SimulationFailed
         If the simulation fails.
     """
-    from zatile.tb.runner import build_engine, config_to_json, waves_requested
-
     config = config or EngineConfig(max_svl=max(initial.svl, 128))
     if initial.svl not in config.supported_svls:
         raise ValueError(f"SVL {initial.svl} is not supported by the configuration "

@@ -1,10 +1,10 @@
 """Building the engine for cocotb once per configuration, and running cocotb test modules on it.
 
-:func:`build_engine` writes the engine's Verilog with :func:`hw.verilog.generate_verilog` and
+:func:`build_engine` writes the engine's Verilog with :func:`zatile.hw.verilog.generate_verilog` and
 builds it with ``cocotb_tools.runner.get_runner`` for Verilator (default) or Icarus. A build
 lives in ``.zatile-cache/<simulator>-<key>/`` where the key hashes everything the build depends
-on: the configuration, every ``hw/`` source and the ``sw/`` tables the hardware is generated
-from, the toolchain versions and the build options. A finished build is reused as is; a file lock
+on: the configuration, every ``hw/`` source and the ``sw/arch/`` vocabulary the hardware is
+generated from, the toolchain versions and the build options. A finished build is reused as is; a file lock
 makes concurrent pytest-xdist workers wait for one build instead of racing.
 
 Waveforms: ``waves=True`` or ``ZATILE_WAVES=1`` builds a separate traced variant and writes FST
@@ -40,17 +40,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
+from zatile.hw.verilog import generate_verilog
+
 __all__ = ["REPO", "CACHE", "SIMULATORS", "Build", "TestRun", "SimulationFailed",
-           "verilator_env", "waves_requested", "build_design", "engine_verilog", "build_engine",
-           "config_to_json", "config_from_json"]
+           "verilator_env", "waves_requested", "build_design", "engine_verilog", "build_engine"]
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("ZATILE_CACHE", REPO / ".zatile-cache"))
 SIMULATORS = ("verilator", "icarus")
 #: Bump when the way builds are made changes (invalidates every cached build).
 _BUILD_RECIPE = 4
-#: Files whose content decides the engine's Verilog.
-_HW_INPUTS = ("hw/**/*.py", "sw/isa.py", "sw/config.py", "sim/model.py")
+#: Files whose content decides the engine's Verilog (hw imports only hw and sw/arch).
+_HW_INPUTS = ("hw/**/*.py", "sw/arch/**/*.py")
 
 _VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast",
                    "--x-initial", "fast", "--hierarchical"]
@@ -236,9 +237,12 @@ class Build:
         test_dir = Path(test_dir or self.directory / "run")
         test_dir.mkdir(parents=True, exist_ok=True)
         results = test_dir / "results.xml"
-        env = {"PYTHONPATH": os.pathsep.join(dict.fromkeys([str(REPO), *sys.path])),
+        extra_env = dict(extra_env or {})
+        # The simulator's Python sees this process's path, after any the caller adds.
+        paths = [*extra_env.pop("PYTHONPATH", "").split(os.pathsep), *sys.path]
+        env = {"PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in paths if p)),
                "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO")}
-        env.update(extra_env or {})
+        env.update(extra_env)
         plusargs = []
         if self.waves and self.simulator == "icarus":
             plusargs.append(f"+dumpfile_path={test_dir / (self.toplevel + '.fst')}")
@@ -380,13 +384,11 @@ def build_design(name: str, write_sources: Callable[[Path], list[Path]], key_par
 
 
 def engine_verilog(config) -> list[Path]:
-    """The generated files of :func:`hw.verilog.generate_verilog` for ``config``, cached.
+    """The generated files of :func:`zatile.hw.verilog.generate_verilog` for ``config``, cached.
 
     Generated once per configuration and ``hw/`` source state, and shared by every simulator
     build and by the lint and synthesis checks.
     """
-    from hw.verilog import generate_verilog
-
     key = _digest([_BUILD_RECIPE, json.dumps(config.to_json_dict(), sort_keys=True),
                    *_source_fingerprint(_HW_INPUTS)])
     directory = CACHE / f"verilog-svl{config.max_svl}-{key}"
@@ -416,21 +418,3 @@ def build_engine(config, simulator: str = "verilator", waves: bool | None = None
     key = [source.parent.name for source in sources[:1]]
     name = f"engine-svl{config.max_svl}-w{config.mem_data_width}"
     return build_design(name, write, key, simulator, waves)
-
-
-def config_to_json(config) -> dict:
-    """The constructor arguments of an EngineConfig, JSON-serialisable (for the simulator)."""
-    return {"max_svl": config.max_svl, "supported_svls": list(config.supported_svls),
-            "features": sorted(config.features), "mem_data_width": config.mem_data_width,
-            "za_contexts": config.za_contexts}
-
-
-def config_from_json(fields: dict):
-    """The EngineConfig :func:`config_to_json` describes."""
-    from sw.config import EngineConfig
-
-    return EngineConfig(max_svl=fields["max_svl"],
-                        supported_svls=tuple(fields["supported_svls"]),
-                        features=frozenset(fields["features"]),
-                        mem_data_width=fields["mem_data_width"],
-                        za_contexts=fields["za_contexts"])

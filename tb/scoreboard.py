@@ -28,14 +28,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model import ReferenceModel, Result, Status
-from sim.state import ArchState, Memory
-from sw.asm import disassemble
-from sw.config import EngineConfig
-from sw.isa import Decoded, decode
-from tb.coverage import MEMORY_OPS, STORE_OPS, Coverage, Sample
-from tb.issue import RtlResult
-from tb.memory import BusMemory, memory_with_holes
+from zatile.sim.model import ReferenceModel
+from zatile.sw.arch.engine import Result, Status
+from zatile.sim.state import ArchState, Memory
+from zatile.sw.arch.asm import disassemble
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.isa import Decoded, decode
+from zatile.tb.coverage import MEMORY_OPS, STORE_OPS, Coverage, Sample
+from zatile.tb.issue import RtlResult
+from zatile.tb.memory import BusMemory, memory_with_holes
+from zatile.sw.arch.constants import MASK64
 
 __all__ = ["OUTER_PRODUCT_OPS", "Mismatch", "Expectation", "Scoreboard", "mac_count"]
 
@@ -60,7 +62,6 @@ def mac_count(decoded: Decoded, predicates: dict, svl_bytes: int) -> int:
 
     return sum(active("pn", k) * active("pm", k) for k in range(ways))
 
-MASK64 = (1 << 64) - 1
 _SLICE_SELECTORS = ("rs", "rv")
 
 

@@ -19,12 +19,35 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 import cocotb
+from amaranth import Shape
+from amaranth.lib import data
 from cocotb.queue import Queue
 from cocotb.triggers import ClockCycles, Event, FallingEdge, ReadOnly, RisingEdge
 
-from tb.pauses import PauseGenerator, no_pauses
+from zatile.tb.pauses import PauseGenerator, no_pauses
 
-__all__ = ["Payload", "StreamSource", "StreamSink", "signal", "read_int"]
+__all__ = ["Payload", "StreamSource", "StreamSink", "signal", "read_int", "layout_fields"]
+
+
+def layout_fields(layout: data.StructLayout) -> dict[str, int]:
+    """Field name to width of a port's Amaranth layout, LSB first: how :class:`Payload` sees it.
+
+    The testbench takes every port layout from the hw component's signature this way, never
+    from a copy.
+
+    Raises
+    ------
+    ValueError
+        If the fields do not tile the layout from bit 0 without gaps.
+    """
+    fields, position = {}, 0
+    for name, member in sorted(layout, key=lambda item: item[1].offset):
+        if member.offset != position:
+            raise ValueError(f"layout field {name!r} starts at bit {member.offset}, not {position}")
+        width = Shape.cast(member.shape).width
+        fields[name] = width
+        position += width
+    return fields
 
 
 def signal(dut, name: str):

@@ -30,13 +30,14 @@ from pathlib import Path
 import cocotb
 from cocotb.utils import get_sim_time
 
-from sim.model import Status
-from tb.coverage import Coverage
-from tb.engine import CLOCK_NS, EngineBench, smcr_len_for
-from tb.issue import RtlResult, ScalarFile
-from tb.programs import DIRECTED, Program, random_programs
-from tb.runner import config_from_json
-from tb.scoreboard import Scoreboard
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.engine import Status
+from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME
+from zatile.tb.coverage import Coverage
+from zatile.tb.engine import CLOCK_NS, EngineBench, smcr_len_for
+from zatile.tb.issue import RtlResult, ScalarFile
+from zatile.tb.programs import DIRECTED, Program, initial_state, instance, random_programs
+from zatile.tb.scoreboard import Scoreboard
 
 
 def settings() -> dict:
@@ -48,7 +49,7 @@ class Session:
 
     def __init__(self, dut, name: str):
         self.settings = settings()
-        self.config = config_from_json(self.settings["config"])
+        self.config = EngineConfig.from_json_dict(self.settings["config"])
         self.svl = int(self.settings.get("svl", self.config.max_svl))
         self.seed = int(self.settings.get("seed", 1))
         self.name = name
@@ -198,7 +199,7 @@ _CONTEXT_WALK = ("int_mopa", "add_vector_to_tile", "zero_za", "ld1_tile", "mova_
 
 def _configured_contexts() -> int:
     fields = settings().get("config")
-    return config_from_json(fields).za_contexts if fields else 1
+    return EngineConfig.from_json_dict(fields).za_contexts if fields else 1
 
 
 @cocotb.test(skip=_configured_contexts() < 2)
@@ -206,9 +207,6 @@ async def za_contexts(dut) -> None:
     """Every ZA context keeps its own ZA array and PSTATE.ZA across switches, while Z, P and
     PSTATE.SM are shared: a walk of random ZA instructions (and SMSTART/SMSTOP ZA) over random
     context switches, each context checked against its own reference model."""
-    from sw.isa import FORMS, FORMS_BY_NAME
-    from tb.programs import initial_state, instance
-
     session = Session(dut, "za_contexts")
     bench, config, svl, rng = session.bench, session.config, session.svl, session.rng
     contexts = config.za_contexts

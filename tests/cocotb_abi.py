@@ -21,14 +21,14 @@ from pathlib import Path
 import cocotb
 from cocotb.task import bridge
 
-from tb.engine import EngineBench, RtlEngine, smcr_len_for
-from tb.runner import config_from_json
+from zatile.tb.engine import EngineBench, RtlEngine, smcr_len_for
+from zatile.sw.arch.config import EngineConfig
 
 
 @cocotb.test()
 async def abi_tests(dut) -> None:
     settings = json.loads(os.environ["ZATILE_ABI"])
-    config = config_from_json(settings["config"])
+    config = EngineConfig.from_json_dict(settings["config"])
     bench = EngineBench(dut, config, seed=1, pauses=settings.get("pauses", "none"))
     common = importlib.import_module("test_abi_common")
 
