@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from amaranth import Cat, Const, Signal, Value
-from amaranth.lib import data
+from amaranth.lib import data, enum
 
-from sw.config import EngineConfig
+from zatile.sw.arch.config import EngineConfig
 
-__all__ = ["check_config", "rejected", "row_layout", "byte_mask", "max_bytes", "pipeline_advance"]
+__all__ = ["check_config", "rejected", "row_layout", "byte_mask", "max_bytes", "pipeline_advance",
+           "derived_enum"]
+
+
+def derived_enum(name: str, members: list[str], shape: int) -> type:
+    """An Amaranth enum whose members (values 0, 1, ...) are generated from a software fact (the
+    instruction table, the result statuses), with an explicit shape."""
+    namespace = enum.EnumType.__prepare__(name, (enum.Enum,))
+    for value, member in enumerate(members):
+        namespace[member] = value
+    return enum.EnumType(name, (enum.Enum,), namespace, shape=shape)
 
 
 def check_config(owner: object, config: object) -> EngineConfig:

@@ -14,16 +14,17 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
-from amaranth.lib import data, enum, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw import isa
-from sw.config import EngineConfig
+from zatile.sw.arch import isa
+from zatile.sw.arch.config import EngineConfig
 
-from hw._common import check_config
+from zatile.hw._common import check_config, derived_enum
 
 __all__ = [
     "Op",
+    "ops_of",
     "Access",
     "FieldsLayout",
     "FlagsLayout",
@@ -35,21 +36,18 @@ __all__ = [
 ]
 
 
-def _derived_enum(name: str, members: list[str], shape: int) -> type:
-    """An Amaranth enum whose members are generated from the table, with an explicit shape."""
-    namespace = enum.EnumType.__prepare__(name, (enum.Enum,))
-    for value, member in enumerate(members):
-        namespace[member] = value
-    return enum.EnumType(name, (enum.Enum,), namespace, shape=shape)
-
-
 #: Semantic operation of an instruction: one member per ``sw.isa.OPS`` entry, upper-cased.
-Op = _derived_enum("Op", [op.upper() for op in isa.OPS],
+Op = derived_enum("Op", [op.upper() for op in isa.OPS],
                    Shape.cast(range(len(isa.OPS))).width)
 
 #: PSTATE class an instruction needs (``sw.isa.Requires``), in the order the checks run.
-Access = _derived_enum("Access", [r.name for r in isa.Requires],
+Access = derived_enum("Access", [r.name for r in isa.Requires],
                        Shape.cast(range(len(isa.Requires))).width)
+
+def ops_of(*traits: isa.Trait) -> tuple:
+    """The :data:`Op` members of every operation with any of ``traits`` (:func:`isa.ops_with`)."""
+    return tuple(Op[op.upper()] for op in isa.ops_with(*traits))
+
 
 #: Slot value meaning "this register is not a source of the form".
 NO_SLOT = 3
@@ -85,9 +83,9 @@ def _flag_params() -> list[str]:
         for key, value in form.params.items():
             values.setdefault(key, set()).add(type(value))
     flags = sorted(key for key, types in values.items() if types == {bool})
-    # The non-boolean parameters the decoder turns into fields; a new one must be taught here,
-    # never silently dropped.
-    known = {"esize", "msize", "unit"}
+    # The non-boolean parameters the decoder turns into fields (``ways`` the datapath derives
+    # from the operation); a new one must be taught here, never silently dropped.
+    known = {"esize", "msize", "unit", "ways"}
     unknown = sorted(set(values) - set(flags) - known)
     if unknown:
         raise RuntimeError(f"hw.decoder does not know the form parameter(s) {unknown!r}")
@@ -141,11 +139,12 @@ DecodedLayout = data.StructLayout({
 
 
 def _excluded(form: isa.Form, word) -> object | None:
-    """Condition under which a matching word is nevertheless unallocated (``sw.isa._EXCLUDED``)."""
-    if form.params.get("scalar_offset") is True:
-        rm = form.field_map["rm"]
-        return word[rm.lo:rm.hi + 1] == 31
-    return None
+    """Condition under which a matching word is nevertheless unallocated (``form.unallocated``)."""
+    conditions = []
+    for name, value in form.unallocated:
+        field = form.field_map[name]
+        conditions.append(word[field.lo:field.hi + 1] == value)
+    return Cat(*conditions).any() if conditions else None
 
 
 class Decoder(wiring.Component):

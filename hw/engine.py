@@ -54,18 +54,20 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.config import EngineConfig
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch import isa
+from zatile.sw.arch.isa import Trait
 
-from hw._common import check_config, max_bytes
-from hw.decoder import NO_SLOT, Decoder, Op
-from hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
-from hw.int_mopa import IntOpKind, IntOuterProductArray
-from hw.library import ModuleLibrary
-from hw.lsu import MEMORY_OPS, LoadStoreUnit, MemRequestLayout, MemResponseLayout
-from hw.regfile import RegisterFile
-from hw.state_control import StateControl, Status
-from hw.sve_unit import StreamingSveUnit
-from hw.za_storage import ELEMENT_SIZES, ZaStorage, tile_row_groups
+from zatile.hw._common import check_config, max_bytes
+from zatile.hw.decoder import NO_SLOT, Decoder, Op, ops_of
+from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
+from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
+from zatile.hw.library import ModuleLibrary
+from zatile.hw.lsu import MEMORY_OPS, LoadStoreUnit, MemRequestLayout, MemResponseLayout
+from zatile.hw.regfile import RegisterFile
+from zatile.hw.state_control import StateControl, Status
+from zatile.hw.sve_unit import StreamingSveUnit
+from zatile.hw.za_storage import ELEMENT_SIZES, ZaStorage, tile_row_groups
 
 __all__ = ["IssueLayout", "ResultLayout", "DebugAddressLayout", "DebugSpace", "PerfLayout",
            "PERF_COUNTERS", "FP_OPS", "ZaTileEngine"]
@@ -97,16 +99,14 @@ PerfLayout = data.StructLayout({name: 64 for name in PERF_COUNTERS})
 FP_OPS = {Op.FMOPA_FP32: FpOuterProductKind.FMOPA_S, Op.FMOPA_FP64: FpOuterProductKind.FMOPA_D,
           Op.FMOPA_FP16_WIDENING: FpOuterProductKind.FMOPA_H_S,
           Op.BFMOPA: FpOuterProductKind.BFMOPA}
-_INT_OPS = (Op.INT_MOPA, Op.ADD_VECTOR_TO_TILE)
-_SLICE_OPS = (Op.LD1_TILE, Op.ST1_TILE, Op.MOVA_TO_TILE, Op.MOVA_TO_VECTOR, Op.LDR_ZA,
-              Op.STR_ZA)
-_SVCR_WRITERS = (Op.MSR_SVCR_IMM, Op.MSR_SVCR)
-#: (source-element granule, sub-elements per tile element) of each outer product's predicates.
-_MAC_SHAPES = {
-    (Op.INT_MOPA, False): (4, 4), (Op.INT_MOPA, True): (8, 4),
-    (Op.FMOPA_FP32, False): (4, 1), (Op.FMOPA_FP64, True): (8, 1),
-    (Op.FMOPA_FP16_WIDENING, False): (4, 2), (Op.BFMOPA, False): (4, 2),
-}
+#: Outer products of the integer array: every other one.
+_INT_OPS = tuple(op for op in ops_of(Trait.OUTER_PRODUCT) if op not in FP_OPS)
+_SLICE_OPS = ops_of(Trait.ZA_SLICE)
+_SVCR_WRITERS = ops_of(Trait.SVCR_WRITE)
+#: (tile element bytes, source elements per tile element) of each outer product, by (op, .D).
+_MAC_SHAPES = {(Op[form.op.upper()], form.params["esize"] == 8):
+               (form.params["esize"], form.params["ways"])
+               for form in isa.FORMS if "ways" in form.params}
 
 
 def _one_of(value, members) -> object:

@@ -26,10 +26,10 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.config import EngineConfig
+from zatile.sw.arch.config import EngineConfig
 
-from hw._common import check_config, max_bytes, row_layout
-from hw.za_storage import TileReadSignature, TileWriteSignature, tile_row_groups
+from zatile.hw._common import check_config, max_bytes, row_layout
+from zatile.hw.za_storage import TileReadSignature, TileWriteSignature, tile_row_groups
 
 __all__ = ["IntOpKind", "IntOpLayout", "IntOuterProductArray"]
 

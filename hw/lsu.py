@@ -44,19 +44,19 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.config import EngineConfig
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.isa import Trait
 
-from hw._common import byte_mask, check_config, max_bytes, row_layout
-from hw.decoder import DecodedLayout, Op
+from zatile.hw._common import byte_mask, check_config, max_bytes, row_layout
+from zatile.hw.decoder import DecodedLayout, Op, ops_of
 
 __all__ = ["MEMORY_OPS", "STORE_OPS", "MemRequestLayout", "MemResponseLayout",
            "LoadStoreUnit"]
 
-#: Operations the unit performs.
-MEMORY_OPS = (Op.LD1_TILE, Op.ST1_TILE, Op.LDR_ZA, Op.STR_ZA, Op.LDR_REGISTER,
-              Op.STR_REGISTER, Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS)
+#: Operations the unit performs: every one the table marks as a load or a store.
+MEMORY_OPS = ops_of(Trait.LOAD, Trait.STORE)
 #: The ones among them that write memory.
-STORE_OPS = (Op.ST1_TILE, Op.STR_ZA, Op.STR_REGISTER, Op.ST1_CONTIGUOUS)
+STORE_OPS = ops_of(Trait.STORE)
 
 
 def MemRequestLayout(width: int) -> data.StructLayout:

@@ -12,9 +12,9 @@ from amaranth import Array, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.config import EngineConfig
+from zatile.sw.arch.config import EngineConfig
 
-from hw._common import byte_mask, check_config, max_bytes, row_layout
+from zatile.hw._common import byte_mask, check_config, max_bytes, row_layout
 
 __all__ = ["ReadPortSignature", "WritePortSignature", "RegisterFile"]
 

@@ -1,6 +1,7 @@
 """PSTATE.{SM,ZA} (SVCR), the legality checks and the effective streaming vector length.
 
-Legality runs in the order of the reference model and the Arm pseudocode (sme-isa.md §1.5):
+Legality runs in the order of the reference model and the Arm pseudocode (docs/isa.md, "Trap
+order"):
 
 1. the word is not an allocated form of the subset, its feature is absent from the
    configuration, or the datapath does not implement its operation → **UNDEF**;
@@ -24,33 +25,24 @@ registers, of which there is one set.
 from __future__ import annotations
 
 from amaranth import Const, Module, Mux, Signal
-from amaranth.lib import data, enum, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.config import EngineConfig
+from zatile.sw.arch import engine as arch_engine
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.constants import Smtc
 
-from hw._common import check_config, max_bytes
-from hw.decoder import Access, DecodedLayout, Op
+from zatile.hw._common import check_config, derived_enum, max_bytes
+from zatile.hw.decoder import Access, DecodedLayout, Op
 
 __all__ = ["Status", "VerdictLayout", "StateControl"]
 
-
-class Status(enum.Enum, shape=2):
-    """How an instruction ended (the ``status`` of a result)."""
-
-    OK = 0
-    UNDEF = 1
-    SME_TRAP = 2
-    FAULT = 3
-
+#: How an instruction ended (the ``status`` of a result): the members of
+#: :class:`zatile.sw.arch.engine.Status`, encoded in their order.
+Status = derived_enum("Status", [status.name for status in arch_engine.Status], 2)
 
 #: The legality verdict on one instruction.
 VerdictLayout = data.StructLayout({"status": Status, "smtc": 3})
-
-#: SME trap codes (ESR_ELx.ISS[2:0], sme-isa.md §1.5).
-SMTC_ACCESS = 0
-SMTC_NOT_STREAMING = 2
-SMTC_ZA_INACTIVE = 3
 
 
 class StateControl(wiring.Component):
@@ -146,20 +138,20 @@ class StateControl(wiring.Component):
         with m.If(decoded.undef):
             m.d.comb += verdict.status.eq(Status.UNDEF)
         with m.Elif(~self.sme_enable):
-            m.d.comb += [verdict.status.eq(Status.SME_TRAP), verdict.smtc.eq(SMTC_ACCESS)]
+            m.d.comb += [verdict.status.eq(Status.SME_TRAP), verdict.smtc.eq(Smtc.SME_DISABLED)]
         with m.Else():
             with m.Switch(decoded.access):
                 with m.Case(Access.ZA):
                     with m.If(~za):
                         m.d.comb += [verdict.status.eq(Status.SME_TRAP),
-                                     verdict.smtc.eq(SMTC_ZA_INACTIVE)]
+                                     verdict.smtc.eq(Smtc.ZA_INACTIVE)]
                 with m.Case(Access.SM_ZA):
                     with m.If(~sm):
                         m.d.comb += [verdict.status.eq(Status.SME_TRAP),
-                                     verdict.smtc.eq(SMTC_NOT_STREAMING)]
+                                     verdict.smtc.eq(Smtc.NEEDS_STREAMING)]
                     with m.Elif(~za):
                         m.d.comb += [verdict.status.eq(Status.SME_TRAP),
-                                     verdict.smtc.eq(SMTC_ZA_INACTIVE)]
+                                     verdict.smtc.eq(Smtc.ZA_INACTIVE)]
                 with m.Case(Access.STREAMING):
                     with m.If(~sm):
                         m.d.comb += verdict.status.eq(Status.UNDEF)

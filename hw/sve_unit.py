@@ -6,7 +6,7 @@ decoded instruction, its operands, the effective SVL and SVCR; the engine writes
 at the end of the dispatch cycle.
 
 Element counts of the predicate patterns (``DecodePredCount``) come from
-:func:`sim.model.predicate_count`, evaluated here for every element count the configuration can
+:func:`zatile.sw.arch.pseudocode.predicate_count`, evaluated here for every element count the configuration can
 have, so the hardware and the reference model share one definition.
 """
 
@@ -16,11 +16,11 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sim.model import predicate_count
-from sw.config import EngineConfig
+from zatile.sw.arch.pseudocode import predicate_count
+from zatile.sw.arch.config import EngineConfig
 
-from hw._common import check_config, max_bytes, row_layout
-from hw.decoder import DecodedLayout, Op
+from zatile.hw._common import check_config, max_bytes, row_layout
+from zatile.hw.decoder import DecodedLayout, Op
 
 __all__ = ["SVE_OPS", "StreamingSveUnit"]
 

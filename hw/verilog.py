@@ -15,10 +15,10 @@ from amaranth import Value
 from amaranth.back import verilog
 from amaranth.lib import wiring
 
-from sw.config import EngineConfig
+from zatile.sw.arch.config import EngineConfig
 
-from hw.engine import ZaTileEngine
-from hw.library import ModuleLibrary
+from zatile.hw.engine import ZaTileEngine
+from zatile.hw.library import ModuleLibrary
 
 __all__ = ["TOPLEVEL", "LINT_WAIVERS", "generate_verilog"]
 

@@ -20,10 +20,10 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In
 
-from sw.config import EngineConfig
+from zatile.sw.arch.config import EngineConfig
 
-from hw._common import check_config, max_bytes, rejected, row_layout
-from hw.regfile import ReadPortSignature
+from zatile.hw._common import check_config, max_bytes, rejected, row_layout
+from zatile.hw.regfile import ReadPortSignature
 
 __all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",
            "TileReadSignature", "TileWriteSignature", "tile_row_groups", "ZaStorage"]

@@ -6,9 +6,9 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw._common import rejected
+from zatile.hw._common import rejected
 
-from .count_zeros import trailing_zeros
+from zatile.hw.fp.count_zeros import trailing_zeros
 
 __all__ = ["FpAlignAdd", "SumLayout", "TermLayout", "assign_term"]
 

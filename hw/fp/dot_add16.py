@@ -6,15 +6,15 @@ from amaranth import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw._common import pipeline_advance
+from zatile.hw._common import pipeline_advance
 
-from .align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
-from .format import FP16, FP32, ResultClass, RoundingMode
-from .multiply import FpMultiply
-from .normalize import FpNormalize, NormalizedLayout
-from .round import FpRound
-from .special import round_sum, sum_special_case
-from .unpack import FpUnpack
+from zatile.hw.fp.align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
+from zatile.hw.fp.format import FP16, FP32, ResultClass, RoundingMode
+from zatile.hw.fp.multiply import FpMultiply
+from zatile.hw.fp.normalize import FpNormalize, NormalizedLayout
+from zatile.hw.fp.round import FpRound
+from zatile.hw.fp.special import round_sum, sum_special_case
+from zatile.hw.fp.unpack import FpUnpack
 
 __all__ = ["DotAddLayout", "FpDotAdd16"]
 

@@ -37,15 +37,15 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.config import EngineConfig
+from zatile.sw.arch.config import EngineConfig
 
-from hw._common import check_config, rejected
-from hw.library import ModuleLibrary, place
+from zatile.hw._common import check_config, rejected
+from zatile.hw.library import ModuleLibrary, place
 
-from .bf_dot_add import BfDotAdd
-from .dot_add16 import FpDotAdd16
-from .format import FP32, FP64
-from .mul_add import FpMulAdd
+from zatile.hw.fp.bf_dot_add import BfDotAdd
+from zatile.hw.fp.dot_add16 import FpDotAdd16
+from zatile.hw.fp.format import FP32, FP64
+from zatile.hw.fp.mul_add import FpMulAdd
 
 __all__ = ["AccumulatorReadSignature", "FpOuterProductArray", "FpOuterProductKind",
            "FpcrFieldsLayout", "OuterProductLayout", "TileLayout", "TileUpdateLayout",

@@ -6,10 +6,10 @@ from amaranth import Module, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw._common import rejected
+from zatile.hw._common import rejected
 
-from .format import FpFormat
-from .unpack import UnpackedLayout
+from zatile.hw.fp.format import FpFormat
+from zatile.hw.fp.unpack import UnpackedLayout
 
 __all__ = ["FpMultiply", "ProductLayout"]
 

@@ -6,10 +6,10 @@ from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw._common import rejected
+from zatile.hw._common import rejected
 
-from .align_add import SumLayout
-from .count_zeros import leading_zeros, trailing_zeros
+from zatile.hw.fp.align_add import SumLayout
+from zatile.hw.fp.count_zeros import leading_zeros, trailing_zeros
 
 __all__ = ["FpNormalize", "NormalizedLayout"]
 

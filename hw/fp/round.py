@@ -6,9 +6,9 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw._common import rejected
+from zatile.hw._common import rejected
 
-from .format import FpFormat, ResultClass, RoundingMode
+from zatile.hw.fp.format import FpFormat, ResultClass, RoundingMode
 
 __all__ = ["FpRound", "RoundInputLayout"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from amaranth import Mux, Signal
 
-from .format import ResultClass, RoundingMode
+from zatile.hw.fp.format import ResultClass, RoundingMode
 
 __all__ = ["round_sum", "sum_special_case"]
 

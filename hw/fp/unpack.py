@@ -6,9 +6,9 @@ from amaranth import Module, Mux, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hw._common import rejected
+from zatile.hw._common import rejected
 
-from .format import FpFormat
+from zatile.hw.fp.format import FpFormat
 
 __all__ = ["FpUnpack", "UnpackedLayout"]
 
