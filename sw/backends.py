@@ -32,18 +32,12 @@ def _run_qemu(source: str, initial: ArchState) -> RunOutcome:
     return RunOutcome("qemu", result.state, outcomes, za_valid=result.za_valid)
 
 
-def _run_rtl(source: str, initial: ArchState, config: EngineConfig) -> RunOutcome:
-    from zatile.sim.rtl import run_rtl
-
-    return run_rtl(source, initial, config)
-
-
 def run_program(backend: str, source: str, initial: ArchState,
                 config: EngineConfig | None = None, *, qemu_quirks: bool = False) -> RunOutcome:
     """Run ``source`` from ``initial`` on ``backend`` (one of :data:`BACKENDS`).
 
     ``qemu_quirks`` (model only) applies the known QEMU divergences that
-    :mod:`sim.divergences` can model, so the result is what QEMU is expected to produce.
+    :mod:`zatile.sim.divergences` can model, so the result is what QEMU is expected to produce.
 
     Raises
     ------

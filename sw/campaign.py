@@ -6,9 +6,9 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sim.backends import compare
-from sim.progen import generate_program
-from sw.config import EngineConfig
+from zatile.sw.backends import compare
+from zatile.sim.progen import generate_program
+from zatile.sw.arch.config import EngineConfig
 
 __all__ = ["CampaignReport", "run_campaign"]
 

@@ -6,7 +6,8 @@ from importlib import resources
 
 import numpy as np
 
-from sim.state import ArchState, Memory
+from zatile.sim.state import ArchState, Memory
+from zatile.sw.backends import run_program
 
 __all__ = ["EXAMPLE", "gemm_state", "run_demo"]
 
@@ -35,12 +36,10 @@ def gemm_state(a: np.ndarray, b: np.ndarray) -> ArchState:
 
 def run_demo(backend: str = "model", seed: int = 2026) -> int:
     """Run the example on ``backend``; print the check against numpy. Returns an exit status."""
-    from sim.backends import run_program
-
     rng = np.random.default_rng(seed)
     a = rng.integers(-128, 128, (16, 16), dtype=np.int8)
     b = rng.integers(-128, 128, (16, 16), dtype=np.int8)
-    source = resources.files("sw.examples").joinpath(EXAMPLE).read_text()
+    source = resources.files("zatile.sw.examples").joinpath(EXAMPLE).read_text()
     outcome = run_program(backend, source, gemm_state(a, b))
     c = outcome.final.memory.read(C_BASE, 16 * 16 * 4).view(np.int32).reshape(16, 16)
     expected = a.astype(np.int32) @ b.astype(np.int32)

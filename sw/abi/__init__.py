@@ -16,8 +16,8 @@ Modules, in the order a reader follows a system call:
 * :mod:`sw.abi.libc` — user-space wrappers for programs' Python steps.
 """
 
-from sw.abi.kernel import Kernel, KernelStats, UserContext
-from sw.abi.program import Brk, Call, Executable, Mov, Mrs, Msr, Ret, Svc, Symbol, Syscall
+from zatile.sw.abi.kernel import Kernel, KernelStats, UserContext
+from zatile.sw.abi.program import Brk, Call, Executable, Mov, Mrs, Msr, Ret, Svc, Symbol, Syscall
 
 __all__ = ["Kernel", "KernelStats", "UserContext", "Executable", "Brk", "Call", "Mov", "Mrs", "Msr",
            "Ret", "Svc", "Symbol", "Syscall"]

@@ -2,11 +2,15 @@
 
 Values are those of sme-abi.md §1 (uapi ``sigcontext.h``, ``prctl.h``, ``elf.h``, ``ptrace.h``,
 ``sve_context.h``, ``hwcap.h``) plus the generic arm64 syscall, signal and errno numbers the
-model needs. Nothing here is computed from the engine: the engine-dependent values (supported
-vector lengths, HWCAPs) live in :mod:`sw.abi.vectors` and :mod:`sw.abi.hwcaps`.
+model needs. The values the architecture defines (SVCR bits, SME trap codes, the FPSR reset
+value) are the ones of :mod:`zatile.sw.arch.constants`, under their Linux names. Nothing here is
+computed from the engine: the engine-dependent values (supported vector lengths, HWCAPs) live
+in :mod:`zatile.sw.abi.cpufeatures`.
 """
 
 from __future__ import annotations
+
+from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, SVCR_SM, SVCR_ZA, Smtc
 
 # ----------------------------------------------------------------- signal-frame magics (§1.1)
 FPSIMD_MAGIC = 0x46508001
@@ -109,8 +113,8 @@ HWCAP2_SME_SF8DP2 = 1 << 62
 HWCAP2_POE = 1 << 63
 
 # ------------------------------------------------------- system registers and traps (§1.7)
-SVCR_SM_MASK = 1 << 0
-SVCR_ZA_MASK = 1 << 1
+SVCR_SM_MASK = SVCR_SM
+SVCR_ZA_MASK = SVCR_ZA
 ESR_ELX_EC_SHIFT = 26
 ESR_ELX_IL = 1 << 25
 ESR_ELX_EC_DABT_LOW = 0x24
@@ -118,13 +122,12 @@ ESR_ELX_EC_SME = 0x1D
 ESR_ELX_WNR = 1 << 6
 #: Data-fault status code "translation fault, level 0" the model reports for unmapped addresses.
 ESR_ELX_FSC_FAULT_L0 = 0x04
-ESR_ELX_SME_ISS_SMTC_SME_DISABLED = 0
-ESR_ELX_SME_ISS_SMTC_ILL = 1
-ESR_ELX_SME_ISS_SMTC_SM_DISABLED = 2
-ESR_ELX_SME_ISS_SMTC_ZA_DISABLED = 3
-ESR_ELX_SME_ISS_SMTC_ZT_DISABLED = 4
+ESR_ELX_SME_ISS_SMTC_SME_DISABLED = int(Smtc.SME_DISABLED)
+ESR_ELX_SME_ISS_SMTC_ILL = int(Smtc.ILLEGAL_IN_STREAMING)
+ESR_ELX_SME_ISS_SMTC_SM_DISABLED = int(Smtc.NEEDS_STREAMING)
+ESR_ELX_SME_ISS_SMTC_ZA_DISABLED = int(Smtc.ZA_INACTIVE)
 #: FPSR after ResetSVEState (hardware SMSTART/SMSTOP of SM) and after ``task_smstop_sm``.
-FPSR_AFTER_SMSTOP = 0x0800009F
+FPSR_AFTER_SMSTOP = FPSR_RESET_ON_SM_CHANGE
 
 # ------------------------------------------------------------------- PSTATE (sigcontext)
 PSR_MODE_EL0T = 0x0

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sw.abi import constants as c
-from sw.abi.layouts import Elf64Ehdr, Elf64Nhdr, Elf64Phdr, round_up
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.layouts import Elf64Ehdr, Elf64Nhdr, Elf64Phdr, round_up
 
 __all__ = ["CoreNote", "CoreSegment", "elf_core", "PAGE_SIZE"]
 

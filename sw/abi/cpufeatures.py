@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sw.abi import constants as c
-from sw.abi.layouts import sve_vl_valid
-from sw.config import EngineConfig
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.layouts import sve_vl_valid
+from zatile.sw.arch.config import EngineConfig
 
 __all__ = ["SmeVectorLengths", "HwcapRule", "SME_HWCAP_RULES", "hwcap2_from_id",
            "cpuinfo_features"]

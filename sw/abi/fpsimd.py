@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from sim.state import Memory
-from sw.abi import constants as c
-from sw.abi.cpufeatures import SmeVectorLengths
-from sw.abi.layouts import (
+from zatile.sim.state import Memory
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.cpufeatures import SmeVectorLengths
+from zatile.sw.abi.layouts import (
     SVE_SIG_REGS_OFFSET, sve_sig_regs_size, sve_sig_zreg_offset, sve_vl_valid, sve_vq_from_vl,
     za_sig_regs_size,
 )
-from sw.abi.mm import KernelHeap
-from sw.abi.task import FpState, FpType, Thread
+from zatile.sw.abi.mm import KernelHeap
+from zatile.sw.abi.task import FpState, FpType, Thread
 
 __all__ = ["FpsimdOps"]
 

@@ -61,38 +61,39 @@ import random
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from sim.state import Memory, MemoryFault
-from sw.abi import constants as c
-from sw.abi.coredump import CoreNote, CoreSegment, elf_core
-from sw.abi.cpufeatures import SmeVectorLengths, cpuinfo_features, hwcap2_from_id
-from sw.abi.fpsimd import FpsimdOps
-from sw.abi.layouts import (
+from zatile.sim.state import Memory, MemoryFault
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.coredump import CoreNote, CoreSegment, elf_core
+from zatile.sw.abi.cpufeatures import SmeVectorLengths, cpuinfo_features, hwcap2_from_id
+from zatile.sw.abi.fpsimd import FpsimdOps
+from zatile.sw.abi.layouts import (
     RT_SIGFRAME_MCONTEXT_OFFSET, RT_SIGFRAME_UC_OFFSET, SIZEOF_RT_SIGFRAME, ElfPrpsinfo,
     ElfPrstatus, FpsimdContext, Iovec, KernelSigaction, SigContext, SiginfoFault, SiginfoKill,
     SveContext, Timespec, Tpidr2Context, UContext, ZaContext, round_up, sve_sig_context_size,
     sve_sig_regs_size, sve_vq_from_vl, za_sig_context_size, za_sig_regs_size,
 )
-from sw.abi.mm import (
+from zatile.sw.abi.mm import (
     DATA_BASE, KERNEL_BASE, STACK_TOP, TEXT_BASE, VDSO_BASE, AddressSpace, KernelHeap, SystemBus,
 )
-from sw.abi.program import Brk, Call, Executable, Mov, Mrs, Msr, Ret, Svc, Symbol, Syscall
-from sw.abi.regsets import RegsetView, valid_user_regs
-from sw.abi.sigframe import (
+from zatile.sw.abi.program import Brk, Call, Executable, Mov, Mrs, Msr, Ret, Svc, Symbol, Syscall
+from zatile.sw.abi.regsets import RegsetView, valid_user_regs
+from zatile.sw.abi.sigframe import (
     TASK_SIZE, FrameTooLarge, InvalidFrame, SignalContext, frame_writes, minimum_signal_stack_size,
     parse_user_sigframe, sigframe_layout,
 )
-from sw.abi.task import (
+from zatile.sw.abi.task import (
     CpuContext, FpState, FpType, PendingSignal, Process, SignalHandlers, Thread, ThreadState,
 )
-from sw.asm import assemble_line
-from sw.config import EngineConfig
-from sw.driver import Engine, ModelEngine, Status, scalar_destination_of, scalar_operands
-from sw.isa import decode, scalar_sources
+from zatile.sw.arch.asm import assemble_line
+from zatile.sw.arch.config import EngineConfig
+from zatile.sim.engine import ModelEngine
+from zatile.sw.arch.constants import MASK64
+from zatile.sw.arch.engine import Engine, Status
+from zatile.sw.arch.isa import Trait, decode, operand_values, read_operands, write_result
 
 __all__ = ["Kernel", "KernelStats", "UserContext", "IllegalInstruction", "EngineProtocolError",
            "SYSCTL_SME_DEFAULT_VL"]
 
-MASK64 = (1 << 64) - 1
 SYSCTL_SME_DEFAULT_VL = "/proc/sys/abi/sme_default_vector_length"
 #: Signals whose default action dumps core / is ignored / stops the process.
 _CORE_SIGNALS = frozenset({c.SIGQUIT, c.SIGILL, c.SIGTRAP, c.SIGABRT, c.SIGBUS, c.SIGFPE,
@@ -119,20 +120,9 @@ _LDR_P = tuple(assemble_line(f"ldr p{n}, [x0]") for n in range(16))
 
 
 @lru_cache(maxsize=4096)
-def _changes_svcr(word: int) -> bool:
+def _has_trait(word: int, trait: Trait) -> bool:
     decoded = decode(word)
-    return decoded is not None and decoded.form.op in ("msr_svcr_imm", "msr_svcr")
-
-
-@lru_cache(maxsize=4096)
-def _is_store(word: int) -> bool:
-    decoded = decode(word)
-    return decoded is not None and decoded.form.op.startswith(("st1", "str"))
-
-
-@lru_cache(maxsize=256)
-def _source_fields(word: int) -> tuple[str, ...]:
-    return tuple(register.field for register in scalar_sources(decode(word)))
+    return decoded is not None and trait in decoded.form.traits
 
 
 class IllegalInstruction(Exception):
@@ -476,7 +466,7 @@ class Kernel:
     # ============================================================ engine save and restore
     def _kissue(self, word: int, **operands: int):
         """Issue an instruction at EL1 on the kernel's behalf."""
-        values = tuple(operands[name] for name in _source_fields(word))
+        values = operand_values(word, operands)
         with self.bus.kernel_mode():
             result = self.engine.issue(word, values)
         if result.status is not Status.OK:
@@ -644,24 +634,19 @@ class Kernel:
 
     def _execute_engine_instruction(self, thread: Thread, word: int) -> None:
         cpu = thread.cpu
-        operands = scalar_operands(word, cpu.x, cpu.sp)
+        operands = read_operands(word, cpu)
         result = self.engine.issue(word, operands)
         if result.status is Status.SME_TRAP and result.smtc == c.ESR_ELX_SME_ISS_SMTC_SME_DISABLED:
             if not self._do_sme_acc(thread):
                 return
             result = self.engine.issue(word, operands)
         if result.status is Status.OK:
-            destination = scalar_destination_of(word)
-            if destination is not None and not destination.is_zero:
-                if destination.is_sp:
-                    cpu.sp = result.scalar & MASK64
-                else:
-                    cpu.x[destination.number] = result.scalar & MASK64
-            if _changes_svcr(word):
+            write_result(word, result.scalar, cpu)
+            if _has_trait(word, Trait.SVCR_WRITE):
                 self._track_svcr(thread)
             cpu.pc += 4
         elif result.status is Status.FAULT:
-            self._data_abort(thread, result.fault_address, _is_store(word))
+            self._data_abort(thread, result.fault_address, _has_trait(word, Trait.STORE))
         else:
             # UNDEF, or an SME trap other than "SME disabled" (SMTC 1-4): do_sme_acc / undef.
             self._force_signal_inject(thread, c.SIGILL, c.ILL_ILLOPC, cpu.pc)

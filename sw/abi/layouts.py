@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
-from sw.abi.constants import (
+from zatile.sw.abi.constants import (
     EXTRA_MAGIC, ESR_MAGIC, FPSIMD_MAGIC, SVE_MAGIC, SVE_PT_REGS_MASK, SVE_PT_REGS_SVE,
     SVE_VQ_BYTES, SVE_VL_MAX, SVE_VL_MIN, TPIDR2_MAGIC, ZA_MAGIC,
 )

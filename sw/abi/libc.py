@@ -12,9 +12,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from sw.abi import constants as c
-from sw.abi.kernel import UserContext
-from sw.abi.layouts import Iovec, KernelSigaction, round_up
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.kernel import UserContext
+from zatile.sw.abi.layouts import Iovec, KernelSigaction, round_up
 
 __all__ = ["stack_buffer", "sigaction", "sigprocmask", "kill", "raise_signal", "ptrace",
            "getregset", "setregset", "execve", "prctl"]

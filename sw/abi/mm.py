@@ -22,7 +22,7 @@ from typing import Iterator
 
 import numpy as np
 
-from sim.state import Memory, MemoryFault
+from zatile.sim.state import Memory, MemoryFault
 
 __all__ = ["KERNEL_BASE", "TEXT_BASE", "VDSO_BASE", "DATA_BASE", "STACK_TOP",
            "KernelHeap", "AddressSpace", "SystemBus"]

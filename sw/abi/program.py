@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable, Mapping, Sequence, Union
 
-from sw.asm import assemble_line
+from zatile.sw.arch.asm import assemble_line
 
 __all__ = ["Symbol", "Mov", "Msr", "Mrs", "Svc", "Syscall", "Ret", "Brk", "Call", "Step",
            "Executable", "SYSTEM_REGISTERS"]

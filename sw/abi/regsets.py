@@ -17,15 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from sw.abi import constants as c
-from sw.abi.cpufeatures import SmeVectorLengths
-from sw.abi.fpsimd import FpsimdOps
-from sw.abi.layouts import (
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.cpufeatures import SmeVectorLengths
+from zatile.sw.abi.fpsimd import FpsimdOps
+from zatile.sw.abi.layouts import (
     SVE_PT_REGS_OFFSET, UserFpsimdState, UserPtRegs, UserSveHeader, UserZaHeader,
     ZA_PT_ZA_OFFSET, round_up, sve_pt_size, sve_pt_sve_ffr_offset, sve_pt_sve_fpsr_offset,
     sve_vq_from_vl, za_pt_size,
 )
-from sw.abi.task import FpType, Thread
+from zatile.sw.abi.task import FpType, Thread
 
 __all__ = ["Regset", "RegsetView", "valid_user_regs"]
 

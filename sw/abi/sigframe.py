@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from sw.abi import constants as c
-from sw.abi.layouts import (
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.layouts import (
     RT_SIGFRAME_MCONTEXT_OFFSET, RT_SIGFRAME_RESERVED_OFFSET, RT_SIGFRAME_UC_OFFSET,
     SIGCONTEXT_RESERVED_SIZE, SIZEOF_RT_SIGFRAME, ContextHeader, EsrContext, ExtraContext,
     FpsimdContext, FrameRecord, SigContext, SveContext, Tpidr2Context, UContext, ZaContext,

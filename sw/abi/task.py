@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from sw.abi.layouts import KernelSigaction
-from sw.abi.mm import AddressSpace
+from zatile.sw.abi.layouts import KernelSigaction
+from zatile.sw.abi.mm import AddressSpace
 
 __all__ = ["FpType", "FpState", "CpuContext", "ThreadState", "Thread", "Process",
            "SignalHandlers", "PendingSignal"]

@@ -1,4 +1,4 @@
-"""Assembler and disassembler for the zatile subset, derived entirely from :mod:`sw.isa`.
+"""Assembler and disassembler for the zatile subset, derived entirely from :mod:`zatile.sw.arch.isa`.
 
 Text follows binutils 2.40: the assembler accepts what ``aarch64-linux-gnu-as
 -march=armv9-a+sme+sme-f64+sme-i64`` accepts for the subset (including the ``mova``/``dup``
@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sw.isa import FORMS, AsmError, Form, _literal_regex, decode, form_text, parse_operands
+from zatile.sw.arch.isa import FORMS, AsmError, Form, decode, form_text, parse_operands
+from zatile.sw.arch.isa.syntax import literal_regex
 
 __all__ = [
     "AsmError",
@@ -36,7 +37,7 @@ def _forms_by_mnemonic() -> dict[str, list[Form]]:
 
 _BY_MNEMONIC = _forms_by_mnemonic()
 _ALT_SPELLINGS: list[tuple[re.Pattern, Form]] = [
-    (re.compile(_literal_regex(text) + r"\s*$"), form)
+    (re.compile(literal_regex(text) + r"\s*$"), form)
     for form in FORMS for text in form.alt_syntax
 ]
 

@@ -19,7 +19,7 @@ __all__ = [
 #: Every streaming vector length the architecture allows, in bits.
 SVL_CHOICES: tuple[int, ...] = (128, 256, 512, 1024, 2048)
 
-#: Optional SME features, named as in ID_AA64SMFR0_EL1 (sme-isa.md §3.1).
+#: Optional SME features, named as in ID_AA64SMFR0_EL1 (docs/isa.md, "ID registers").
 FEATURES: tuple[str, ...] = ("I8I32", "I16I64", "F32F32", "F64F64", "F16F32", "B16F32")
 
 # ID_AA64SMFR0_EL1 field for each feature: (bit position, value when present).
@@ -107,7 +107,7 @@ class EngineConfig:
         return feature is None or feature in self.features
 
     def effective_svl(self, requested_bits: int) -> int:
-        """The SVL an SMCR_ELx.LEN request selects (sme-isa.md §1.1).
+        """The SVL an SMCR_ELx.LEN request selects (docs/isa.md, "Vector lengths").
 
         The largest supported length not above the request; the minimum supported length when
         the request is below all of them.
@@ -131,7 +131,9 @@ class EngineConfig:
         return value
 
     def to_json_dict(self) -> dict:
-        """A JSON-serialisable description (written beside generated Verilog)."""
+        """A JSON-serialisable description: the constructor arguments, and the ID register value
+        they imply (written beside generated Verilog, passed to simulations).
+        """
         return {
             "max_svl": self.max_svl,
             "supported_svls": list(self.supported_svls),
@@ -140,3 +142,19 @@ class EngineConfig:
             "za_contexts": self.za_contexts,
             "id_aa64smfr0_el1": f"0x{self.id_aa64smfr0:016x}",
         }
+
+    @classmethod
+    def from_json_dict(cls, fields: dict) -> "EngineConfig":
+        """The configuration :meth:`to_json_dict` describes (derived keys are ignored).
+
+        Raises
+        ------
+        ValueError
+            If a constructor argument is missing or invalid.
+        """
+        try:
+            return cls(max_svl=fields["max_svl"], supported_svls=tuple(fields["supported_svls"]),
+                       features=frozenset(fields["features"]),
+                       mem_data_width=fields["mem_data_width"], za_contexts=fields["za_contexts"])
+        except (KeyError, TypeError) as problem:
+            raise ValueError(f"not an engine configuration: {problem!r}") from None

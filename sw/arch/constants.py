@@ -1,0 +1,38 @@
+"""Architectural constants every layer of zatile names: one definition each.
+
+The register bit masks and trap codes are the Arm ARM's (docs/isa.md, "PSTATE and SVCR" and
+"Trap order"); the kernel model's Linux spellings of the same values derive from these
+(:mod:`zatile.sw.abi.constants`).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["MASK64", "SVCR_SM", "SVCR_ZA", "Smtc", "FPSR_RESET_ON_SM_CHANGE"]
+
+#: All ones in a 64-bit register.
+MASK64 = (1 << 64) - 1
+
+#: SVCR.SM: PSTATE.SM, streaming mode.
+SVCR_SM = 1 << 0
+#: SVCR.ZA: PSTATE.ZA, the ZA array is live.
+SVCR_ZA = 1 << 1
+
+
+class Smtc(IntEnum):
+    """SME trap codes: ESR_ELx.ISS[2:0] of an exception with EC 0x1D."""
+
+    #: SME access disabled (CPACR/SMEN): every SME and streaming-SVE instruction.
+    SME_DISABLED = 0
+    #: An instruction illegal in streaming mode (unused: the engine sees none).
+    ILLEGAL_IN_STREAMING = 1
+    #: A ZA instruction at PSTATE.SM=0.
+    NEEDS_STREAMING = 2
+    #: A ZA instruction at PSTATE.ZA=0.
+    ZA_INACTIVE = 3
+
+
+#: FPSR after ResetSVEState, i.e. after every change of PSTATE.SM: every cumulative exception
+#: bit and QC set (docs/isa.md, "PSTATE and SVCR").
+FPSR_RESET_ON_SM_CHANGE = 0x0800009F

@@ -1,0 +1,164 @@
+"""The synchronous engine interface: what an SME engine is to the CPU that drives it.
+
+An SME engine, as a CPU sees it, is an **issue port** and a handful of **control registers**:
+
+* :meth:`Engine.issue` takes one instruction word plus the values of the general-purpose
+  registers it reads (:func:`~zatile.sw.arch.isa.read_operands`) and returns a :class:`Result`;
+  a scalar result (RDSVL, MRS SVCR, ADDSVL ...) comes back in ``Result.scalar`` for the CPU to
+  write to its own register (:func:`~zatile.sw.arch.isa.write_result`). The engine never sees
+  the CPU's register file, so nothing of one thread's X registers can reach another's through
+  it.
+* Control registers: :attr:`Engine.sme_enabled` (CPACR_EL1.SMEN: when False every engine
+  instruction traps with SMTC 0 and changes nothing), :attr:`Engine.smcr_len` (SMCR_EL1.LEN)
+  and the effective :attr:`Engine.svl` it selects, :attr:`Engine.fpcr` / :attr:`Engine.fpsr`,
+  a read-only :attr:`Engine.svcr`, and :attr:`Engine.id_aa64smfr0`.
+* :meth:`Engine.read_memory` / :meth:`Engine.write_memory` go through the same memory port
+  as the engine's loads and stores.
+
+The backends implement it: the reference model in-process (:class:`zatile.sim.engine.ModelEngine`)
+and the Verilog under cocotb (:class:`zatile.tb.engine.RtlEngine`); the kernel model and every
+other CPU use only this interface, so they run unchanged on either.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import Enum
+from typing import Sequence
+
+from zatile.sw.arch.config import EngineConfig
+
+__all__ = ["Status", "Result", "Engine"]
+
+
+class Status(Enum):
+    """How an instruction ended (the engine's result status; the RTL encodes it in this order)."""
+
+    OK = "ok"
+    #: UNDEFINED: outside the table, a feature the configuration lacks, or SVE at SM=0.
+    UNDEF = "undef"
+    #: An SME trap (ESR_ELx.EC=0x1D); :attr:`Result.smtc` says which.
+    SME_TRAP = "sme_trap"
+    #: A data abort: an active element touched unmapped memory.
+    FAULT = "fault"
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one instruction.
+
+    Attributes
+    ----------
+    status : Status
+    smtc : int or None
+        SME trap code (:class:`~zatile.sw.arch.constants.Smtc`) for :attr:`Status.SME_TRAP`.
+    fault_address : int or None
+        First faulting byte for :attr:`Status.FAULT`.
+    scalar : int or None
+        The 64-bit value written to a general register (MRS SVCR, RDSVL, RDVL, CNTx, ADDSVL,
+        ADDSPL), also when the destination is XZR and the value is discarded.
+    form : str or None
+        Name of the decoded form (:data:`~zatile.sw.arch.isa.FORMS_BY_NAME`), None for UNDEF.
+    """
+
+    status: Status
+    smtc: int | None = None
+    fault_address: int | None = None
+    scalar: int | None = None
+    form: str | None = None
+
+
+class Engine(ABC):
+    """One SME engine behind its issue port.
+
+    Parameters
+    ----------
+    config : EngineConfig
+        What the engine implements.
+    """
+
+    def __init__(self, config: EngineConfig):
+        self._config = config
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._config
+
+    @property
+    def id_aa64smfr0(self) -> int:
+        """ID_AA64SMFR0_EL1 as the engine reports it."""
+        return self._config.id_aa64smfr0
+
+    @abstractmethod
+    def issue(self, word: int, operands: Sequence[int] = ()) -> Result:
+        """Execute one instruction.
+
+        The operand values are used for this instruction only: a backend keeps no general
+        register state from one issue to the next, so nothing of one thread's registers can
+        reach another thread's instructions.
+
+        Parameters
+        ----------
+        word : int
+            The 32-bit instruction.
+        operands : sequence of int
+            The values of the registers it reads, in :func:`~zatile.sw.arch.isa.scalar_sources` order.
+
+        Raises
+        ------
+        ValueError
+            If the number of operands does not match the instruction.
+        """
+
+    @property
+    @abstractmethod
+    def sme_enabled(self) -> bool:
+        """CPACR_EL1.SMEN for EL0: False makes every instruction trap with SMTC 0."""
+
+    @sme_enabled.setter
+    @abstractmethod
+    def sme_enabled(self, enabled: bool) -> None: ...
+
+    @property
+    @abstractmethod
+    def smcr_len(self) -> int:
+        """SMCR_EL1.LEN: requests an SVL of (LEN+1)*128 bits."""
+
+    @smcr_len.setter
+    @abstractmethod
+    def smcr_len(self, length: int) -> None: ...
+
+    @property
+    @abstractmethod
+    def svl(self) -> int:
+        """The effective streaming vector length in bits selected by :attr:`smcr_len`."""
+
+    @property
+    @abstractmethod
+    def fpcr(self) -> int: ...
+
+    @fpcr.setter
+    @abstractmethod
+    def fpcr(self, value: int) -> None: ...
+
+    @property
+    @abstractmethod
+    def fpsr(self) -> int: ...
+
+    @fpsr.setter
+    @abstractmethod
+    def fpsr(self, value: int) -> None: ...
+
+    @property
+    @abstractmethod
+    def svcr(self) -> int:
+        """SVCR (bit 0 SM, bit 1 ZA); changed only by the engine's own instructions."""
+
+    @abstractmethod
+    def read_memory(self, address: int, length: int) -> bytes:
+        """Read through the engine's memory port (raises ``MemoryFault``)."""
+
+    @abstractmethod
+    def write_memory(self, address: int, data: bytes) -> None:
+        """Write through the engine's memory port (raises ``MemoryFault``)."""

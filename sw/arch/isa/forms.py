@@ -1,0 +1,198 @@
+"""The data model of the instruction table: fields, forms, decoded words, PSTATE classes, traits.
+
+A :class:`Form` is one instruction encoding: fixed bits, variable fields (:class:`Field`), an operand
+template (:mod:`zatile.sw.arch.isa.syntax`), the semantic operation it performs, the PSTATE it
+needs (:class:`Requires`), the optional feature it needs and the static parameters of its
+operation. The forms themselves are declared once, in :mod:`zatile.sw.arch.isa.table`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Mapping
+
+__all__ = ["Requires", "Trait", "Field", "Form", "Decoded", "signed_offset9", "shifted_imm8"]
+
+
+class Requires(Enum):
+    """Which PSTATE an instruction needs (docs/isa.md, "Trap order"), in the order the checks run."""
+
+    #: SMSTART/SMSTOP, MSR/MRS SVCR: only SME access (CheckSMEAccess).
+    ACCESS = "access"
+    #: RDSVL/ADDSVL/ADDSPL: SME enabled (CheckSMEEnabled), any SM/ZA.
+    SME = "sme"
+    #: ZERO, LDR/STR ZA: SME enabled and PSTATE.ZA=1.
+    ZA = "za"
+    #: MOVA, tile LD1/ST1, outer products, ADDHA/ADDVA: SM=1 then ZA=1.
+    SM_ZA = "sm_za"
+    #: Streaming SVE: legal only with SM=1 (the engine has no non-streaming SVE).
+    STREAMING = "streaming"
+
+
+class Trait(Enum):
+    """A class of operations, stated once per operation in the table (``table.OP_TRAITS``).
+
+    The RTL's unit selection, the testbench's coverage and the kernel model's checks all derive
+    their operation lists from these (:func:`zatile.sw.arch.isa.ops_with`).
+    """
+
+    #: Reads memory.
+    LOAD = "load"
+    #: Writes memory.
+    STORE = "store"
+    #: Reads or writes one ZA tile slice or ZA array vector.
+    ZA_SLICE = "za_slice"
+    #: Accumulates into a ZA tile in an outer-product array.
+    OUTER_PRODUCT = "outer_product"
+    #: Writes SVCR (PSTATE.SM and/or PSTATE.ZA).
+    SVCR_WRITE = "svcr_write"
+
+
+def signed_offset9(high: int, low: int) -> int:
+    """The signed 9-bit ``#imm, mul vl`` offset of SVE LDR/STR, split as ``imm9h:imm9l``."""
+    value = high << 3 | low
+    return value - 512 if value >= 256 else value
+
+
+def shifted_imm8(imm8: int, shift: int) -> int:
+    """The value of an SVE ``#imm8{, lsl #8}`` immediate (``shift`` is the ``sh`` bit)."""
+    return imm8 << (8 * shift)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A bit field ``word[hi:lo]``."""
+
+    name: str
+    hi: int
+    lo: int
+    signed: bool = False
+
+    @property
+    def width(self) -> int:
+        return self.hi - self.lo + 1
+
+    @property
+    def mask(self) -> int:
+        return ((1 << self.width) - 1) << self.lo
+
+    def extract(self, word: int) -> int:
+        value = (word >> self.lo) & ((1 << self.width) - 1)
+        if self.signed and value >> (self.width - 1):
+            value -= 1 << self.width
+        return value
+
+    def insert(self, value: int) -> int:
+        low, high = (-(1 << (self.width - 1)), (1 << (self.width - 1)) - 1) if self.signed \
+            else (0, (1 << self.width) - 1)
+        if not low <= value <= high:
+            raise ValueError(f"{value} does not fit field {self.name} ({low}..{high})")
+        return (value & ((1 << self.width) - 1)) << self.lo
+
+
+@dataclass(frozen=True)
+class Form:
+    """One instruction form.
+
+    Attributes
+    ----------
+    name : str
+        Unique identifier, e.g. ``"LD1W_ZA_V"``.
+    mnemonic : str
+        Mnemonic as binutils prints it (``mov`` for MOVA and DUP).
+    value, mask : int
+        A word is this form when ``word & mask == value`` (fields are the unmasked bits).
+    fields : tuple of Field
+        The variable fields.
+    syntax : str
+        Operand template (module docstring).
+    op : str
+        Semantic operation, a key of the model's dispatch (one of :data:`OPS`).
+    requires : Requires
+        PSTATE the instruction needs.
+    feature : str or None
+        Optional feature (:data:`zatile.sw.arch.config.FEATURES`) it needs; None for base SME.
+    params : Mapping
+        Static operands of the operation (element size, direction, signedness, ...).
+    aliases : tuple of str
+        Other mnemonics the assembler accepts (``mova`` for ``mov``).
+    alt_syntax : tuple of str
+        Complete alternative spellings of a fixed word (``msr svcrsm, #1``).
+    destination : str or None
+        The field naming the general register the instruction writes (its value comes back in
+        ``Result.scalar``); None when it writes none.
+    traits : frozenset of Trait
+        The classes its operation belongs to.
+    unallocated : tuple of (str, int)
+        Field values that make a word matching the form unallocated nonetheless (UNDEF), e.g.
+        ``(("rm", 31),)`` for the scalar+scalar contiguous loads.
+    """
+
+    name: str
+    mnemonic: str
+    value: int
+    mask: int
+    fields: tuple[Field, ...]
+    syntax: str
+    op: str
+    requires: Requires
+    feature: str | None = None
+    params: Mapping[str, object] = field(default_factory=dict, compare=False)
+    aliases: tuple[str, ...] = ()
+    alt_syntax: tuple[str, ...] = ()
+    destination: str | None = None
+    traits: frozenset[Trait] = frozenset()
+    unallocated: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        covered = 0
+        for f in self.fields:
+            if covered & f.mask:
+                raise ValueError(f"{self.name}: field {f.name} overlaps another field")
+            covered |= f.mask
+        if covered & self.mask or (self.value & ~self.mask) or (covered | self.mask) != 0xFFFFFFFF:
+            raise ValueError(f"{self.name}: fields and fixed bits must partition the word")
+        for name in (self.destination, *(name for name, _ in self.unallocated)):
+            if name is not None and name not in self.field_map:
+                raise ValueError(f"{self.name}: {name!r} is not one of its fields")
+
+    @property
+    def field_map(self) -> dict[str, Field]:
+        return {f.name: f for f in self.fields}
+
+    def encode(self, **values: int) -> int:
+        """The word with the given field values (missing fields are zero)."""
+        fields = self.field_map
+        unknown = set(values) - set(fields)
+        if unknown:
+            raise ValueError(f"{self.name} has no field(s) {sorted(unknown)}")
+        word = self.value
+        for name, value in values.items():
+            word |= fields[name].insert(value)
+        return word
+
+    def fields_of(self, word: int) -> dict[str, int]:
+        """Field values of ``word`` (which must match this form)."""
+        return {f.name: f.extract(word) for f in self.fields}
+
+    def matches(self, word: int) -> bool:
+        """Whether ``word`` is an allocated encoding of this form."""
+        if word & self.mask != self.value:
+            return False
+        return not any(self.field_map[name].extract(word) == value
+                       for name, value in self.unallocated)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A decoded instruction word: its form and field values."""
+
+    word: int
+    form: Form
+    fields: Mapping[str, int]
+
+    def __getitem__(self, name: str) -> int:
+        return self.fields[name]

@@ -1,0 +1,322 @@
+"""The operand syntax of the instruction table: binutils 2.40 spelling, printed and parsed.
+
+Template language (``Form.syntax``)
+-----------------------------------
+Literal text is printed as is (the assembler accepts any spacing around punctuation and any
+case). ``{field:kind}`` prints a field; ``{a+b:kind}`` a kind that needs two fields. A field may
+appear twice (LDR ZA): the assembler then demands both spellings agree. Kinds:
+
+=========  ============================================================================
+``d``      unsigned decimal                     ``s``       signed decimal (field is two's complement)
+``w12``    ``w{12+field}`` (slice selectors)   ``x``/``w`` general register, 31 = ``xzr``/``wzr``
+``xsp``    general register, 31 = ``sp``       ``wsp``     W register, 31 = ``wsp``
+``mulvl``  ``, #n, mul vl`` or nothing for 0   ``zamask``  ZERO tile list, binutils grouping
+``optpat`` ``, <pattern>`` or nothing for ALL  ``cntpat``  CNTx ``, pattern, mul #n`` suffix
+``dupimm<t>`` DUP immediate of element type t (b/h/s/d) with its shift folded in
+``mulvl9`` the split signed 9-bit offset of SVE LDR/STR
+``rmxzr<n>`` ``, xN{, lsl #n}`` scaled index; the whole group may be omitted for XZR (``[x0]``)
+=========  ============================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from zatile.sw.arch.isa.forms import Decoded, Form, shifted_imm8, signed_offset9
+
+__all__ = ["AsmError", "PATTERN_ALL", "PATTERN_NAMES", "ZA_MASK_NAMES", "RegisterOperand",
+           "register_operands", "form_text", "parse_operands", "literal_regex"]
+
+#: SVE predicate-constraint pattern names by value (others print as ``#n``).
+PATTERN_NAMES: dict[int, str] = {
+    0: "pow2", 1: "vl1", 2: "vl2", 3: "vl3", 4: "vl4", 5: "vl5", 6: "vl6", 7: "vl7", 8: "vl8",
+    9: "vl16", 10: "vl32", 11: "vl64", 12: "vl128", 13: "vl256", 29: "mul4", 30: "mul3",
+    31: "all",
+}
+PATTERN_ALL = 31
+
+#: ZERO list groupings binutils 2.40 prints, in its greedy order (docs/isa.md, "ZERO").
+ZA_MASK_NAMES: tuple[tuple[int, str], ...] = (
+    (0x55, "za0.h"), (0xAA, "za1.h"),
+    (0x11, "za0.s"), (0x22, "za1.s"), (0x44, "za2.s"), (0x88, "za3.s"),
+) + tuple((1 << k, f"za{k}.d") for k in range(8))
+
+_ZA_TILE_MASKS: dict[str, int] = {name: mask for mask, name in ZA_MASK_NAMES}
+_ZA_TILE_MASKS.update({"za": 0xFF, "za0.b": 0xFF})
+
+
+def _zamask_text(mask: int) -> str:
+    if mask == 0xFF:
+        return "{za}"
+    names, remaining = [], mask
+    for group, name in ZA_MASK_NAMES:
+        if remaining & group == group:
+            names.append(name)
+            remaining &= ~group
+    return "{" + ", ".join(names) + "}"
+
+
+def _zamask_value(text: str) -> int:
+    inner = text.strip()[1:-1].strip()
+    mask = 0
+    for name in filter(None, (part.strip() for part in inner.split(","))):
+        if name not in _ZA_TILE_MASKS:
+            raise AsmError(f"unknown ZA tile '{name}' in ZERO list")
+        mask |= _ZA_TILE_MASKS[name]
+    return mask
+
+
+def _pattern_text(value: int) -> str:
+    return PATTERN_NAMES.get(value, f"#{value}")
+
+
+def _pattern_value(text: str) -> int:
+    text = text.strip()
+    for value, name in PATTERN_NAMES.items():
+        if name == text:
+            return value
+    if text.startswith("#"):
+        value = _int(text[1:])
+        if 0 <= value <= 31:
+            return value
+    raise AsmError(f"invalid predicate pattern '{text}'")
+
+
+def _int(text: str) -> int:
+    text = text.strip()
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise AsmError(f"expected an integer, found '{text}'") from None
+
+
+def _reg_text(number: int, prefix: str, thirty_one: str) -> str:
+    return thirty_one if number == 31 else f"{prefix}{number}"
+
+
+def _reg_value(text: str, prefix: str, thirty_one: str) -> int:
+    text = text.strip()
+    if text == thirty_one:
+        return 31
+    match = re.fullmatch(prefix + r"(\d+)", text)
+    if match and int(match.group(1)) <= 30:
+        return int(match.group(1))
+    raise AsmError(f"expected a {prefix}-register or {thirty_one}, found '{text}'")
+
+
+class AsmError(ValueError):
+    """Text that is not a valid instruction of the subset; the message says why."""
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """How one placeholder kind prints and parses."""
+
+    regex: str
+    text: Callable[..., str]
+    parse: Callable[[tuple[str | None, ...]], tuple[int, ...]]
+    groups: int = 1
+
+
+def _single(regex: str, text: Callable[[int], str], parse: Callable[[str], int]) -> _Kind:
+    return _Kind(regex, text, lambda g: (parse(g[0]),))
+
+
+def _cntpat_text(pattern: int, imm: int) -> str:
+    if imm == 0:
+        return "" if pattern == PATTERN_ALL else f", {_pattern_text(pattern)}"
+    return f", {_pattern_text(pattern)}, mul #{imm + 1}"
+
+
+def _cntpat_parse(groups) -> tuple[int, int]:
+    pattern_text, mul_text = groups
+    pattern = PATTERN_ALL if pattern_text is None else _pattern_value(pattern_text)
+    mul = 1 if mul_text is None else _int(mul_text)
+    if not 1 <= mul <= 16:
+        raise AsmError(f"multiplier must be between 1 and 16, not {mul}")
+    return pattern, mul - 1
+
+
+def _dupimm_text(imm8: int, shift: int) -> str:
+    return f"#{shifted_imm8(imm8, shift)}"
+
+
+def _dupimm_parse(groups, esize: int) -> tuple[int, int]:
+    value = _int(groups[0])
+    if groups[1] is not None:
+        shift = _int(groups[1])
+        if shift not in (0, 8):
+            raise AsmError(f"DUP shift must be lsl #0 or lsl #8, not {shift}")
+        candidates = [(value, shift // 8)]
+    else:
+        bits = 8 * esize
+        if value >= 1 << (bits - 1):          # unsigned spelling of a negative element value
+            value -= 1 << bits
+        candidates = [(value, 0)] + ([(value >> 8, 1)] if value % 256 == 0 and esize > 1 else [])
+    for imm8, shift in candidates:
+        if -128 <= imm8 <= 127 and not (shift and esize == 1):
+            return imm8, shift
+    raise AsmError(f"immediate {groups[0]} cannot be encoded for .{'bhsd'[esize.bit_length() - 1]}")
+
+
+def _split_mulvl_text(high: int, low: int) -> str:
+    value = signed_offset9(high, low)
+    return f", #{value}, mul vl" if value else ""
+
+
+def _split_mulvl_parse(groups) -> tuple[int, int]:
+    value = 0 if groups[0] is None else _int(groups[0])
+    if not -256 <= value <= 255:
+        raise AsmError(f"offset must be between -256 and 255, not {value}")
+    value &= 0x1FF
+    return value >> 3, value & 7
+
+
+_REG = r"([a-z]+\d*)"
+_KINDS: dict[str, _Kind] = {
+    "d": _single(r"(\d+)", str, _int),
+    "s": _single(r"(-?(?:0x)?[0-9a-f]+)", str, _int),
+    "w12": _single(r"w(\d+)", lambda v: f"w{v + 12}", lambda t: _int(t) - 12),
+    "x": _single(_REG, lambda v: _reg_text(v, "x", "xzr"), lambda t: _reg_value(t, "x", "xzr")),
+    "w": _single(_REG, lambda v: _reg_text(v, "w", "wzr"), lambda t: _reg_value(t, "w", "wzr")),
+    "xsp": _single(_REG, lambda v: _reg_text(v, "x", "sp"), lambda t: _reg_value(t, "x", "sp")),
+    "wsp": _single(_REG, lambda v: _reg_text(v, "w", "wsp"), lambda t: _reg_value(t, "w", "wsp")),
+    "mulvl": _single(r"(?:\s*,\s*#(-?\d+)\s*,\s*mul\s+vl)?",
+                     lambda v: f", #{v}, mul vl" if v else "",
+                     lambda t: 0 if t is None else _int(t)),
+    "zamask": _single(r"(\{[^}]*\})", _zamask_text, _zamask_value),
+    "optpat": _single(r"(?:\s*,\s*([a-z0-9#]+))?", lambda v: "" if v == PATTERN_ALL
+                      else f", {_pattern_text(v)}",
+                      lambda t: PATTERN_ALL if t is None else _pattern_value(t)),
+    "mulvl9": _Kind(r"(?:\s*,\s*#(-?\d+)\s*,\s*mul\s+vl)?", _split_mulvl_text,
+                    _split_mulvl_parse),
+    "cntpat": _Kind(r"(?:\s*,\s*([a-z0-9#]+)(?:\s*,\s*mul\s+#(\d+))?)?", _cntpat_text,
+                    _cntpat_parse, 2),
+}
+
+
+def _rmxzr_kind(suffix: str) -> _Kind:
+    """Scaled index register ``, xM{suffix}``; omitted entirely means XZR (tile LD1/ST1)."""
+    suffix_regex = re.escape(suffix).replace(r"\ ", r"\s+").replace(",", r"\s*,\s*")
+    return _Kind(r"(?:\s*,\s*" + _REG + suffix_regex + r")?",
+                 lambda v: f", {_reg_text(v, 'x', 'xzr')}{suffix}",
+                 lambda g: (31 if g[0] is None else _reg_value(g[0], "x", "xzr"),))
+
+
+def _dupimm_kind(esize: int) -> _Kind:
+    return _Kind(r"#(-?(?:0x)?[0-9a-f]+)(?:\s*,\s*lsl\s+#(\d+))?", _dupimm_text,
+                 lambda g: _dupimm_parse(g, esize), 2)
+
+
+for _bits in range(5):
+    _KINDS[f"rmxzr{_bits}"] = _rmxzr_kind(f", lsl #{_bits}" if _bits else "")
+for _log2, _letter in enumerate("bhsd"):
+    _KINDS[f"dupimm{_letter}"] = _dupimm_kind(1 << _log2)
+
+_REGISTER_KINDS = ("x", "w", "xsp", "wsp", "w12")
+_PLACEHOLDER = re.compile(r"\{([a-z0-9_+]+):([a-z0-9]+)\}")
+
+
+class _Syntax:
+    """A compiled operand template: formats field values and parses operand text."""
+
+    def __init__(self, form: Form):
+        self.parts: list[tuple[tuple[str, ...], _Kind] | str] = []
+        #: (field, kind name) of every general-register operand, in template order.
+        self.registers: list[tuple[str, str]] = []
+        regex, position = "", 0
+        for match in _PLACEHOLDER.finditer(form.syntax):
+            literal = form.syntax[position:match.start()]
+            self.parts.append(literal)
+            regex += literal_regex(literal)
+            names = tuple(match.group(1).split("+"))
+            kind = _KINDS[match.group(2)]
+            if match.group(2) in _REGISTER_KINDS or match.group(2).startswith("rmxzr"):
+                self.registers.append((names[0], match.group(2)))
+            self.parts.append((names, kind))
+            regex += kind.regex
+            position = match.end()
+        tail = form.syntax[position:]
+        self.parts.append(tail)
+        regex += literal_regex(tail)
+        self.regex = re.compile(regex + r"\s*$")
+
+    def text(self, values: Mapping[str, int]) -> str:
+        out = []
+        for part in self.parts:
+            if isinstance(part, str):
+                out.append(part)
+            else:
+                names, kind = part
+                out.append(kind.text(*(values[n] for n in names)))
+        return "".join(out)
+
+    def parse(self, operands: str) -> dict[str, int] | None:
+        match = self.regex.match(operands)
+        if not match:
+            return None
+        groups, values, index = match.groups(), {}, 0
+        for part in self.parts:
+            if isinstance(part, str):
+                continue
+            names, kind = part
+            parsed = kind.parse(groups[index:index + kind.groups])
+            index += kind.groups
+            for name, value in zip(names, parsed):
+                if name in values and values[name] != value:
+                    raise AsmError(f"operand values for '{name}' disagree ({values[name]} and {value})")
+                values[name] = value
+        return values
+
+
+def literal_regex(literal: str) -> str:
+    """A regular expression matching ``literal`` with any spacing around its punctuation."""
+    out = ""
+    for char in literal:
+        if char == " ":
+            out += r"\s*"
+        elif char in ",[]{}/!":
+            out += r"\s*" + re.escape(char) + r"\s*"
+        else:
+            out += re.escape(char)
+    return out
+
+
+_COMPILED: dict[str, _Syntax] = {}
+
+
+def _syntax(form: Form) -> _Syntax:
+    compiled = _COMPILED.get(form.name)
+    if compiled is None:
+        compiled = _COMPILED[form.name] = _Syntax(form)
+    return compiled
+
+
+@dataclass(frozen=True)
+class RegisterOperand:
+    """A general-register operand of a form's template: its field and how it is spelled.
+
+    ``kind`` is ``x``/``w`` (31 is the zero register), ``xsp``/``wsp`` (31 is the stack
+    pointer), ``w12`` (slice selectors W12-W15) or ``rmxzr<n>`` (an optional index register).
+    """
+
+    field: str
+    kind: str
+
+
+def register_operands(form: Form) -> tuple[RegisterOperand, ...]:
+    """The general-register operands of ``form``, in template order."""
+    return tuple(RegisterOperand(field, kind) for field, kind in _syntax(form).registers)
+
+
+def form_text(decoded: Decoded) -> str:
+    """binutils 2.40 objdump text of a decoded instruction (mnemonic, tab, operands)."""
+    operands = _syntax(decoded.form).text(decoded.fields)
+    return f"{decoded.form.mnemonic}\t{operands}" if operands else decoded.form.mnemonic
+
+
+def parse_operands(form: Form, operands: str) -> dict[str, int] | None:
+    """Field values if ``operands`` (lower case) spells ``form``'s operands, else None."""
+    return _syntax(form).parse(operands)
