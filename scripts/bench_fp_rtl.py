@@ -16,24 +16,22 @@ Usage: ``python scripts/bench_fp_rtl.py [--features F32F32 ...] [--svl 128] [--n
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from amaranth.back import verilog  # noqa: E402
-from amaranth.sim import Simulator  # noqa: E402
+from amaranth.back import verilog
+from amaranth.sim import Simulator
 
-from hw.fp.bf_dot_add import BfDotAdd  # noqa: E402
-from hw.fp.dot_add16 import FpDotAdd16  # noqa: E402
-from hw.fp.format import FP32, FP64  # noqa: E402
-from hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind  # noqa: E402
-from hw.fp.mul_add import FpMulAdd  # noqa: E402
-from hw.library import ModuleLibrary  # noqa: E402
-from hw.synthesis import cell_table, synth_ecp5  # noqa: E402
-from sw.config import EngineConfig  # noqa: E402
+from zatile.hw.fp.bf_dot_add import BfDotAdd
+from zatile.hw.fp.dot_add16 import FpDotAdd16
+from zatile.hw.fp.format import FP32, FP64
+from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind
+from zatile.hw.fp.mul_add import FpMulAdd
+from zatile.hw.library import ModuleLibrary
+from zatile.hw.synthesis import cell_table, synth_ecp5
+from zatile.sw.arch.config import EngineConfig
 
 
 def unit_latency(unit) -> int:

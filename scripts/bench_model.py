@@ -14,16 +14,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim.model import ReferenceModel, Status  # noqa: E402
-from sim.state import ArchState, Memory  # noqa: E402
-from sw.asm import assemble  # noqa: E402
-from sw.config import EngineConfig  # noqa: E402
+from zatile.sim.model import ReferenceModel
+from zatile.sw.arch.engine import Status
+from zatile.sim.state import ArchState, Memory
+from zatile.sw.arch.asm import assemble
+from zatile.sw.arch.config import EngineConfig
 
 DATA = 0x10_0000
 

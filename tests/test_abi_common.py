@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from sw.abi import constants as c
-from sw.abi import libc
-from sw.abi.kernel import Kernel
-from sw.abi.layouts import (
+from zatile.sw.abi import constants as c
+from zatile.sw.abi import libc
+from zatile.sw.abi.kernel import Kernel
+from zatile.sw.abi.layouts import (
     RT_SIGFRAME_MCONTEXT_OFFSET, ContextHeader, SigContext, SveContext, round_up,
     sve_sig_context_size, sve_vl_valid, sve_vq_from_vl, za_sig_context_size,
 )
-from sw.abi.mm import DATA_BASE, STACK_TOP
-from sw.abi.program import Call, Executable, Mov, Ret, Syscall
-from sw.abi.sigframe import ContextRecord, frame_records
-from sw.config import EngineConfig
-from sw.driver import ModelEngine
+from zatile.sw.abi.mm import DATA_BASE, STACK_TOP
+from zatile.sw.abi.program import Call, Executable, Mov, Ret, Syscall
+from zatile.sw.abi.sigframe import ContextRecord, frame_records
+from zatile.sw.arch.config import EngineConfig
+from zatile.sim.engine import ModelEngine
 
 __all__ = ["SVLS", "DATA_BASE", "use_engine", "new_kernel", "run_to_completion", "pattern",
            "load_za",

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from sw.abi import constants as c
-from sw.abi.cpufeatures import SmeVectorLengths
-from sw.abi.layouts import (
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.cpufeatures import SmeVectorLengths
+from zatile.sw.abi.layouts import (
     RT_SIGFRAME_RESERVED_OFFSET, SIZEOF_RT_SIGFRAME, ContextHeader, ElfPrpsinfo, ElfPrstatus,
     EsrContext, ExtraContext, FpsimdContext, KernelSigaction, SigContext, SveContext,
     Tpidr2Block, Tpidr2Context, UContext, UserFpsimdState, UserPtRegs, UserSveHeader,
     UserZaHeader, ZaContext, sve_pt_size, sve_sig_context_size, sve_sig_ffr_offset,
     sve_sig_preg_offset, sve_sig_zreg_offset, sve_vl_valid, za_pt_size, za_sig_context_size,
 )
-from sw.abi.sigframe import (
+from zatile.sw.abi.sigframe import (
     FrameTooLarge, SignalContext, frame_writes, minimum_signal_stack_size, sigframe_layout,
 )
 

@@ -12,15 +12,15 @@ import subprocess
 
 import pytest
 
-from sim.tools import tools_required
-from sw.abi import constants as c
-from sw.abi import libc
-from sw.abi.cpufeatures import SME_HWCAP_RULES, hwcap2_from_id
-from sw.abi.kernel import SYSCTL_SME_DEFAULT_VL, Kernel, UserContext
-from sw.abi.layouts import Elf64Ehdr, Elf64Nhdr, Elf64Phdr, round_up, za_pt_size
-from sw.abi.mm import KERNEL_BASE
-from sw.abi.program import Call, Executable, Mov, Mrs, Msr, Syscall
-from sw.config import EngineConfig
+from zatile.sim.tools import tools_required
+from zatile.sw.abi import constants as c
+from zatile.sw.abi import libc
+from zatile.sw.abi.cpufeatures import SME_HWCAP_RULES, hwcap2_from_id
+from zatile.sw.abi.kernel import SYSCTL_SME_DEFAULT_VL, Kernel, UserContext
+from zatile.sw.abi.layouts import Elf64Ehdr, Elf64Nhdr, Elf64Phdr, round_up, za_pt_size
+from zatile.sw.abi.mm import KERNEL_BASE
+from zatile.sw.abi.program import Call, Executable, Mov, Mrs, Msr, Syscall
+from zatile.sw.arch.config import EngineConfig
 from test_abi_common import (
     DATA_BASE, SVLS, exit_, load_za, new_kernel, pattern, run_to_completion, set_vl, start,
     store_za,

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sw.abi import constants as c
-from sw.abi import libc
-from sw.abi.kernel import UserContext
-from sw.abi.layouts import (
+from zatile.sw.abi import constants as c
+from zatile.sw.abi import libc
+from zatile.sw.abi.kernel import UserContext
+from zatile.sw.abi.layouts import (
     UserFpsimdState, UserSveHeader, UserZaHeader, sve_pt_size, sve_pt_sve_fpsr_offset,
     za_pt_size,
 )
-from sw.abi.program import Call, Executable, Mov, Mrs, Msr
+from zatile.sw.abi.program import Call, Executable, Mov, Mrs, Msr
 from test_abi_common import (
     DATA_BASE, exit_, load_z_p, load_za, new_kernel, pattern, run_to_completion, set_vl, start,
     store_z_p, store_za, z_p_bytes,

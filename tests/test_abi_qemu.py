@@ -26,13 +26,13 @@ from pathlib import Path
 
 import pytest
 
-from sim.tools import find_tool
-from sw.abi import constants as c
-from sw.abi.kernel import SYSCTL_SME_DEFAULT_VL, Kernel
-from sw.abi.layouts import ExtraContext, SveContext, ZaContext
-from sw.abi.program import Brk, Call, Executable, Mov, Msr, Syscall
-from sw.abi.sigframe import ContextRecord, frame_records
-from sw.config import EngineConfig
+from zatile.sim.tools import find_tool
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.kernel import SYSCTL_SME_DEFAULT_VL, Kernel
+from zatile.sw.abi.layouts import ExtraContext, SveContext, ZaContext
+from zatile.sw.abi.program import Brk, Call, Executable, Mov, Msr, Syscall
+from zatile.sw.abi.sigframe import ContextRecord, frame_records
+from zatile.sw.arch.config import EngineConfig
 from test_abi_common import (
     DATA_BASE, FrameCapture, exit_, install_handler, load_z_p, load_za, pattern,
     run_to_completion, start, z_p_bytes,

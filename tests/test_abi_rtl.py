@@ -12,12 +12,11 @@ core dumps, and a multi-threaded stress run.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from sw.abi import constants as c
-from sw.config import EngineConfig
-from tb.runner import build_engine, config_to_json
+from zatile.sw.abi import constants as c
+from zatile.sw.arch.config import EngineConfig
+from zatile.tb.runner import build_engine
 
 CONFIG = EngineConfig(max_svl=512)
 
@@ -52,11 +51,11 @@ SELECTION = [
 def test_selected_abi_tests_pass_on_the_rtl(tmp_path):
     build = build_engine(CONFIG)
     output = tmp_path / "abi.json"
-    settings = {"config": config_to_json(CONFIG), "tests": SELECTION, "output": str(output)}
+    settings = {"config": CONFIG.to_json_dict(), "tests": SELECTION, "output": str(output)}
     tests_dir = Path(__file__).parent
-    build.run("tb.abi", extra_env={
+    build.run("cocotb_abi", extra_env={
         "ZATILE_ABI": json.dumps(settings),
-        "PYTHONPATH": os.pathsep.join([str(tests_dir), str(tests_dir.parent)])},
+        "PYTHONPATH": str(tests_dir)},
         test_dir=tmp_path, log_file=tmp_path / "sim.log")
     outcomes = json.loads(output.read_text())
     assert len(outcomes) == len(SELECTION)

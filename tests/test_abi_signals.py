@@ -13,16 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sw.abi import constants as c
-from sw.abi import libc
-from sw.abi.layouts import (
+from zatile.sw.abi import constants as c
+from zatile.sw.abi import libc
+from zatile.sw.abi.layouts import (
     RT_SIGFRAME_MCONTEXT_OFFSET, RT_SIGFRAME_RESERVED_OFFSET, SIGCONTEXT_RESERVED_SIZE,
     ContextHeader, EsrContext, ExtraContext, FpsimdContext, SigContext, SveContext, UContext,
     ZaContext, round_up, sve_sig_context_size, za_sig_context_size,
 )
-from sw.abi.mm import STACK_TOP
-from sw.abi.program import Brk, Call, Executable, Mov, Mrs, Msr, Ret, Syscall
-from sw.abi.sigframe import frame_records
+from zatile.sw.abi.mm import STACK_TOP
+from zatile.sw.abi.program import Brk, Call, Executable, Mov, Mrs, Msr, Ret, Syscall
+from zatile.sw.abi.sigframe import frame_records
 from test_abi_common import (
     DATA_BASE, SVLS, FrameCapture, exit_, install_handler, load_z_p, load_za, new_kernel,
     pattern, run_to_completion, set_vl, start, store_z_p, store_za, z_p_bytes,

@@ -17,13 +17,13 @@ import random
 
 import pytest
 
-from sw.abi import constants as c
-from sw.abi import libc
-from sw.abi.kernel import Kernel
-from sw.abi.layouts import (
+from zatile.sw.abi import constants as c
+from zatile.sw.abi import libc
+from zatile.sw.abi.kernel import Kernel
+from zatile.sw.abi.layouts import (
     KernelSigaction, UserFpsimdState, UserSveHeader, UserZaHeader, sve_pt_size,
 )
-from sw.abi.program import Call, Executable, Mov, Msr, Ret, Syscall
+from zatile.sw.abi.program import Call, Executable, Mov, Msr, Ret, Syscall
 from test_abi_common import (
     DATA_BASE, exit_, load_z_p, load_za, new_kernel, pattern, set_vl, store_z_p, store_za,
     z_p_bytes,

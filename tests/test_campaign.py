@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.campaign import run_campaign
+from zatile.sw.campaign import run_campaign
 
 
 @pytest.mark.parametrize("svl", [128, 256, 512])

@@ -1,7 +1,7 @@
 """The zatile command line: a thin layer with one-line errors."""
 
-from sim.state import ArchState
-from sw.cli import main
+from zatile.sim.state import ArchState
+from zatile.sw.cli import main
 
 
 def test_demo_checks_against_numpy(capsys):

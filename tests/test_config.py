@@ -2,7 +2,7 @@
 
 import pytest
 
-from sw.config import FEATURES, EngineConfig
+from zatile.sw.arch.config import FEATURES, EngineConfig
 
 
 def test_defaults_support_every_svl_up_to_the_maximum():

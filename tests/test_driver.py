@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.state import Memory, MemoryFault
-from sw import driver
-from sw.abi import constants as c
-from sw.abi.kernel import Kernel
-from sw.abi.program import Call, Executable, Syscall
-from sw.asm import assemble_line
-from sw.config import EngineConfig
-from sw.driver import Engine, ModelEngine, Status, scalar_destination_of, scalar_operands
+from zatile.sim.state import Memory, MemoryFault
+from zatile.sw import driver
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.kernel import Kernel
+from zatile.sw.abi.program import Call, Executable, Syscall
+from zatile.sw.arch.asm import assemble_line
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.isa import destination_of, read_operands, write_result
+from zatile.sw.driver import Engine, ModelEngine, Status
 
 SMSTART = assemble_line("smstart")
 RDSVL = assemble_line("rdsvl x3, #1")
@@ -42,7 +43,7 @@ def test_state_control_and_svcr_read():
     assert engine.issue(SMSTART).status is Status.OK
     assert engine.svcr == 3
     result = engine.issue(assemble_line("mrs x7, svcr"))
-    assert result.scalar == 3 and scalar_destination_of(assemble_line("mrs x7, svcr")).number == 7
+    assert result.scalar == 3 and destination_of(assemble_line("mrs x7, svcr")).number == 7
 
 
 @pytest.mark.parametrize("length, expected", [(0, 128), (1, 128), (2, 128), (3, 512), (15, 512)])
@@ -111,15 +112,31 @@ def test_memory_port_and_id_register():
     assert engine.id_aa64smfr0 == config.id_aa64smfr0 == (0xF << 36) | (1 << 32)
 
 
+class Registers:
+    def __init__(self, x, sp):
+        self.x, self.sp = x, sp
+
+
 def test_scalar_operands_resolve_w_x_sp_and_zero_registers():
     x = list(range(100, 131))
     x[12] = 0x1_0000_0005
-    assert scalar_operands(assemble_line("str za[w12, 3], [sp, #3, mul vl]"), x, 0x7000) == \
+    cpu, at_sp = Registers(x, 0), Registers(x, 0x7000)
+    assert read_operands(assemble_line("str za[w12, 3], [sp, #3, mul vl]"), at_sp) == \
         (5, 0x7000)
-    assert scalar_operands(assemble_line("whilelt p0.s, w3, w4"), x, 0) == (103, 104)
-    assert scalar_operands(assemble_line("st1w {za0h.s[w12, 0]}, p0, [x1]"), x, 0) == (5, 101, 0)
-    assert scalar_operands(assemble_line("msr svcr, xzr"), x, 0) == (0,)
-    assert scalar_operands(0x00000000, x, 0) == ()
+    assert read_operands(assemble_line("whilelt p0.s, w3, w4"), cpu) == (103, 104)
+    assert read_operands(assemble_line("st1w {za0h.s[w12, 0]}, p0, [x1]"), cpu) == (5, 101, 0)
+    assert read_operands(assemble_line("msr svcr, xzr"), cpu) == (0,)
+    assert read_operands(0x00000000, cpu) == ()
+
+
+def test_scalar_results_go_to_the_destination_register_and_xzr_discards_them():
+    cpu = Registers([0] * 31, 0x8000)
+    write_result(assemble_line("rdsvl x9, #1"), 64, cpu)
+    write_result(assemble_line("addsvl sp, sp, #-1"), 0x7fc0, cpu)
+    write_result(assemble_line("mrs xzr, svcr"), 3, cpu)
+    write_result(assemble_line("msr svcr, x0"), 5, cpu)        # writes no general register
+    assert cpu.x[9] == 64 and cpu.sp == 0x7fc0
+    assert cpu.x == [0] * 9 + [64] + [0] * 21
 
 
 class RecordingEngine(Engine):

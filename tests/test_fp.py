@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim import fp, fpref
+from zatile.sim import fp, fpref
 
 RN, RP, RM, RZ = (mode << 22 for mode in range(4))
 FZ, FZ16 = fp.FPCR_FZ, fp.FPCR_FZ16
@@ -35,7 +35,7 @@ KERNELS = ("fmla_f32", "fmla_f64", "fdotadd_f16", "bfdotadd")
 
 
 def call(kernel: str, implementation: str, operands, fpcr: int):
-    """Call ``kernel`` from sim.fp ("fast") or sim.fpref ("reference"); bfdotadd takes no FPCR."""
+    """Call ``kernel`` from zatile.sim.fp ("fast") or sim.fpref ("reference"); bfdotadd takes no FPCR."""
     function = getattr(fp if implementation == "fast" else fpref, kernel)
     return function(*operands) if kernel == "bfdotadd" else function(*operands, fpcr)
 

@@ -5,9 +5,9 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from hw.decoder import NO_SLOT, Access, Decoder, Op, source_slots
-from sw import isa
-from sw.config import FEATURES, EngineConfig
+from zatile.hw.decoder import NO_SLOT, Access, Decoder, Op, source_slots
+from zatile.sw.arch import isa
+from zatile.sw.arch.config import FEATURES, EngineConfig
 
 
 def _expected(word: int, config: EngineConfig):

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hw.fp.align_add import FpAlignAdd
-from hw.fp.format import BF16, FP16, FP32, FP64, FpFormat, ResultClass, RoundingMode
-from hw.fp.multiply import FpMultiply
-from hw.fp.normalize import FpNormalize
-from hw.fp.round import FpRound
-from hw.fp.unpack import FpUnpack
-from sim import fpref
+from zatile.hw.fp.align_add import FpAlignAdd
+from zatile.hw.fp.format import BF16, FP16, FP32, FP64, FpFormat, ResultClass, RoundingMode
+from zatile.hw.fp.multiply import FpMultiply
+from zatile.hw.fp.normalize import FpNormalize
+from zatile.hw.fp.round import FpRound
+from zatile.hw.fp.unpack import FpUnpack
+from zatile.sim import fpref
 from test_hw_fp_stimulus import operands
 
 REFERENCE_FORMATS = {FP16: fpref.FP16, BF16: fpref.BF16, FP32: fpref.FP32, FP64: fpref.FP64}

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hw.fp.bf_dot_add import BfDotAdd
-from hw.fp.dot_add16 import DotAddLayout, FpDotAdd16
-from hw.fp.format import BF16, FP16, FP32, FP64
-from hw.fp.mul_add import FpMulAdd, MulAddLayout
-from sim import fp, fpref
+from zatile.hw.fp.bf_dot_add import BfDotAdd
+from zatile.hw.fp.dot_add16 import DotAddLayout, FpDotAdd16
+from zatile.hw.fp.format import BF16, FP16, FP32, FP64
+from zatile.hw.fp.mul_add import FpMulAdd, MulAddLayout
+from zatile.sim import fp, fpref
 from test_hw_fp_stimulus import dot_vectors, fma_vectors
 
 #: Vectors of the fpref cross-check per run.

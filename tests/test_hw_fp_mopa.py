@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind
-from hw.fp.format import BF16, FP16, FP32, FP64
-from sim import fp
-from sw.config import EngineConfig
+from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind
+from zatile.hw.fp.format import BF16, FP16, FP32, FP64
+from zatile.sim import fp
+from zatile.sw.arch.config import EngineConfig
 from test_hw_fp_stimulus import operands
 
 SVL = 128

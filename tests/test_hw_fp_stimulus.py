@@ -14,8 +14,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from hw.fp.format import BF16, FP16, FP32, FP64, FpFormat
-from sim import fp, fpref
+from zatile.hw.fp.format import BF16, FP16, FP32, FP64, FpFormat
+from zatile.sim import fp, fpref
 
 __all__ = ["RMODES", "dot_vectors", "fma_vectors", "fpcr_values", "operands"]
 

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hw.int_mopa import IntOpKind, IntOuterProductArray
-from sim.model import ReferenceModel
-from sim.state import ArchState
-from sw.config import EngineConfig
-from sw.isa import FORMS_BY_NAME
+from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
+from zatile.sim.model import ReferenceModel
+from zatile.sim.state import ArchState
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.isa import FORMS_BY_NAME
 
 
 def _to_int(row: np.ndarray) -> int:

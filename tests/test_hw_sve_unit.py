@@ -14,13 +14,13 @@ import pytest
 from amaranth import Module
 from amaranth.sim import Simulator
 
-from hw.decoder import Decoder
-from hw.sve_unit import SVE_OPS, StreamingSveUnit
-from sim.model import ReferenceModel
-from sim.state import ArchState
-from sw.config import EngineConfig
-from sw.isa import FORMS, decode, scalar_destination, scalar_sources
-from tb.programs import instance
+from zatile.hw.decoder import Decoder
+from zatile.hw.sve_unit import SVE_OPS, StreamingSveUnit
+from zatile.sim.model import ReferenceModel
+from zatile.sim.state import ArchState
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.isa import FORMS, decode, scalar_destination, scalar_sources
+from zatile.tb.programs import instance
 
 OPS = {op.name.lower() for op in SVE_OPS}
 _INTERESTING = (0, 1, 2, 3, 15, 16, 17, 255, 256, 2**31 - 1, 2**31, 2**32 - 1, 2**32,

@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 
-from hw.verilog import LINT_WAIVERS, TOPLEVEL
-from sw import cli
-from sw.config import EngineConfig
-from tb.runner import engine_verilog, verilator_env
+from zatile.hw.verilog import LINT_WAIVERS, TOPLEVEL
+from zatile.sw import cli
+from zatile.sw.arch.config import EngineConfig
+from zatile.tb.runner import engine_verilog, verilator_env
 
 
 def test_cli_writes_verilog_control_file_and_json(tmp_path, capsys):
@@ -76,7 +76,7 @@ def test_verilator_lint_all_warnings_with_listed_waivers():
 def test_yosys_synth_ecp5_maps_the_whole_engine():
     """The generated Verilog of the SVL 128 engine synthesizes for ECP5 without errors: LUTs,
     flip-flops (ZA, Z/P and pipelines) and DSP multipliers (the outer-product arrays)."""
-    from hw.synthesis import synth_ecp5
+    from zatile.hw.synthesis import synth_ecp5
 
     verilog = engine_verilog(EngineConfig(max_svl=128))[0]
     cells = synth_ecp5([verilog], TOPLEVEL)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hw.za_storage import ZaStorage
-from sw.config import EngineConfig
+from zatile.hw.za_storage import ZaStorage
+from zatile.sw.arch.config import EngineConfig
 
 
 def _to_int(row: np.ndarray) -> int:

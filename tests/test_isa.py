@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from sw.asm import AsmError, assemble, assemble_line, disassemble, objdump_lines
-from sw.isa import FORMS, FORMS_BY_NAME, OPS, decode, scalar_destination, scalar_sources
+from zatile.sw.arch.asm import AsmError, assemble, assemble_line, disassemble, objdump_lines
+from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME, OPS, decode, scalar_destination, scalar_sources
 
 
 def random_instance(form, rng):

@@ -10,9 +10,9 @@ import random
 
 import pytest
 
-from sw.asm import AsmError, assemble_line, disassemble
-from sw.binutils import gnu_assemble, gnu_disassemble
-from sw.isa import FORMS, decode
+from zatile.sw.arch.asm import AsmError, assemble_line, disassemble
+from zatile.sim.binutils import gnu_assemble, gnu_disassemble
+from zatile.sw.arch.isa import FORMS, decode
 from tests.conftest import need_tool
 from tests.test_isa import random_instance
 

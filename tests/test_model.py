@@ -12,14 +12,15 @@ import random
 import numpy as np
 import pytest
 
-from sim import divergences, fpref
-from sim.model import OP_HANDLERS, ReferenceModel, Result, Status
-from sim.state import FPSR_RESET_ON_SM_CHANGE, ArchState, Memory
-from sw.asm import assemble, assemble_line
-from sw.config import FEATURES, EngineConfig
-from sw.isa import FORMS, FORMS_BY_NAME, OPS, decode
+from zatile.sim import divergences, fpref
+from zatile.sim.model import OP_HANDLERS, ReferenceModel
+from zatile.sw.arch.engine import Result, Status
+from zatile.sim.state import ArchState, Memory
+from zatile.sw.arch.asm import assemble, assemble_line
+from zatile.sw.arch.config import FEATURES, EngineConfig
+from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME, OPS, decode
+from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, MASK64
 
-MASK64 = (1 << 64) - 1
 DATA = 0x10000            # base of the data region of most tests
 DATA_SIZE = 0x4000
 
@@ -1101,7 +1102,7 @@ def test_qemu_vertical_ld1_written(address, esize, active, expected):
 
 def test_vertical_ld1_quirk_matches_qemu(qemu):
     """Vertical loads across a page boundary with awkward predicates, against QEMU itself."""
-    from sim.backends import compare
+    from zatile.sw.backends import compare
 
     rng = random.Random(5)
     svl, svl_b = 512, 64
@@ -1126,7 +1127,7 @@ def test_vertical_ld1_quirk_matches_qemu(qemu):
 
 
 def test_backend_applies_modelled_quirks():
-    from sim.backends import run_program
+    from zatile.sw.backends import run_program
 
     state = make_model(128).state
     state.x[0], state.x[12] = DATA, 0
@@ -1142,7 +1143,7 @@ def test_backend_applies_modelled_quirks():
 # --------------------------------------------------------------------------- randomized
 def test_random_programs_never_break_the_invariants():
     """Random straight-line programs: traps/faults change nothing; shapes and dtypes hold."""
-    from sim.progen import generate_program
+    from zatile.sim.progen import generate_program
 
     for svl in (128, 512):
         rng = random.Random(svl)

@@ -7,8 +7,9 @@ with ZATILE_REQUIRE_TOOLS=1). One run costs about 20 ms.
 import numpy as np
 import pytest
 
-from sim.state import FPSR_RESET_ON_SM_CHANGE, ArchState, Memory
-from sim.qemu import ProgramError, QemuError, qemu_cpu_option, run_qemu
+from zatile.sim.state import ArchState, Memory
+from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE
+from zatile.sim.qemu import ProgramError, QemuError, qemu_cpu_option, run_qemu
 
 #: FPCR/FPSR bits QEMU 10 keeps on MSR (measured): FPCR AHP..LEN, EBF, NEP/AH/FIZ;
 #: FPSR NZCV, QC, IDC and the cumulative flags. Other bits read as zero.

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sim.state import ArchState, Memory, MemoryFault, SnapshotError
+from zatile.sim.state import ArchState, Memory, MemoryFault, SnapshotError
 
 
 def random_state(svl=256, seed=0):

@@ -24,10 +24,10 @@ import time
 
 import pytest
 
-from sw.config import EngineConfig
-from tb.coverage import Coverage
-from tb.programs import DIRECTED
-from tb.runner import CACHE, build_engine, config_to_json
+from zatile.sw.arch.config import EngineConfig
+from zatile.tb.coverage import Coverage
+from zatile.tb.programs import DIRECTED
+from zatile.tb.runner import CACHE, build_engine
 
 SEED = int(os.environ.get("ZATILE_TB_SEED", "1"))
 GROUPS = sorted(DIRECTED)
@@ -60,12 +60,12 @@ def _run(label: str, max_svl: int, tests: list[str], *, svl: int | None = None,
     config = config or EngineConfig(max_svl=max_svl)
     build = build_engine(config, simulator)
     directory = OUTPUT / label
-    settings = {"config": config_to_json(config), "svl": svl or max_svl, "seed": seed,
+    settings = {"config": config.to_json_dict(), "svl": svl or max_svl, "seed": seed,
                 "programs": programs, "length": length, "check_every": check_every,
                 "scale": scale, "output": str(directory)}
     started = time.monotonic()
     try:
-        run = build.run("tb.test_engine", testcase=tests,
+        run = build.run("zatile.tb.test_engine", testcase=tests,
                         extra_env={"ZATILE_TB": json.dumps(settings)}, test_dir=directory,
                         log_file=directory / "sim.log")
     finally:

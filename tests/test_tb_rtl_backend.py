@@ -7,12 +7,12 @@ import random
 import numpy as np
 import pytest
 
-from sim.backends import compare, run_program
-from sim.progen import generate_program
-from sim.rtl import run_rtl
-from sim.state import ArchState, Memory
-from sw import cli
-from sw.config import EngineConfig
+from zatile.sw.backends import compare, run_program
+from zatile.sim.progen import generate_program
+from zatile.tb.rtl_run import run_rtl
+from zatile.sim.state import ArchState, Memory
+from zatile.sw import cli
+from zatile.sw.arch.config import EngineConfig
 
 PROGRAM = """\
 smstart

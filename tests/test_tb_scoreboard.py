@@ -12,16 +12,16 @@ import random
 import numpy as np
 import pytest
 
-from sim.model import Status
-from sim.state import Memory
-from sw.asm import assemble_line
-from sw.config import EngineConfig
-from sw.driver import ModelEngine
-from tb.coverage import Coverage
-from tb.issue import RtlResult, ScalarFile
-from tb.memory import BusMemory
-from tb.programs import DIRECTED, initial_state, random_programs
-from tb.scoreboard import Mismatch, Scoreboard
+from zatile.sw.arch.engine import Status
+from zatile.sim.state import Memory
+from zatile.sw.arch.asm import assemble_line
+from zatile.sw.arch.config import EngineConfig
+from zatile.sim.engine import ModelEngine
+from zatile.tb.coverage import Coverage
+from zatile.tb.issue import RtlResult, ScalarFile
+from zatile.tb.memory import BusMemory
+from zatile.tb.programs import DIRECTED, initial_state, random_programs
+from zatile.tb.scoreboard import Mismatch, Scoreboard
 
 CONFIG = EngineConfig(max_svl=256)
 
@@ -48,7 +48,7 @@ class StandIn:
 
     @staticmethod
     def _sources(word):
-        from sw.isa import decode, scalar_sources
+        from zatile.sw.arch.isa import decode, scalar_sources
         decoded = decode(word)
         return scalar_sources(decoded) if decoded else ()
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.state import Memory
-from sw.asm import assemble_line
-from sw.config import EngineConfig
+from zatile.sim.state import Memory
+from zatile.sw.arch.asm import assemble_line
+from zatile.sw.arch.config import EngineConfig
 
-from tb.coverage import Coverage, Sample, predicate_class
-from tb.issue import RtlResult, ScalarFile
-from tb.memory import BusError, BusMemory, memory_with_holes
-from tb.pauses import bursty_pauses, no_pauses, pauses_by_name, random_pauses
+from zatile.tb.coverage import Coverage, Sample, predicate_class
+from zatile.tb.issue import RtlResult, ScalarFile
+from zatile.tb.memory import BusError, BusMemory, memory_with_holes
+from zatile.tb.pauses import bursty_pauses, no_pauses, pauses_by_name, random_pauses
 
 
 # ----------------------------------------------------------------------------- pure Python
@@ -129,7 +129,7 @@ def test_coverage_bins_sample_and_merge():
     coverage = Coverage(config, [128])
     hit, total = coverage.totals()
     assert hit == 0 and total > 500
-    from sw.isa import decode
+    from zatile.sw.arch.isa import decode
     decoded = decode(assemble_line("ld1d {za0v.d[w12, 1]}, p1/z, [x0]"))
     sample = Sample(decoded, "OK", None, 3, 3, True, 128,
                     predicates={"pg": np.array([0x01, 0x01], np.uint8)}, slice_selector=7)
@@ -241,7 +241,7 @@ def _loopback(width: int):
 def _build_loopback(simulator: str, waves: bool = False):
     from amaranth.back import verilog
 
-    from tb.runner import build_design
+    from zatile.tb.runner import build_design
 
     def write(directory: Path) -> list[Path]:
         path = directory / "loopback.v"
@@ -255,8 +255,8 @@ def _build_loopback(simulator: str, waves: bool = False):
 def _run_loopback(simulator: str, seed: int, waves: bool = False):
     build = _build_loopback(simulator, waves)
     tests_dir = str(Path(__file__).parent)
-    run = build.run("test_tb_vip", extra_env={"PYTHONPATH": os.pathsep.join(
-        [tests_dir, str(Path(__file__).parent.parent)]), "LOOPBACK_SEED": str(seed)},
+    run = build.run("test_tb_vip", extra_env={"PYTHONPATH": tests_dir,
+                                              "LOOPBACK_SEED": str(seed)},
         test_dir=build.directory / f"run-{seed}")
     assert run.tests >= 2
     return build
@@ -280,7 +280,7 @@ def test_waveforms_on_request(simulator):
     """A traced build (ZATILE_WAVES=1 or waves=True) writes a waveform of the run: FST, except
     Verilator without the lz4 headers (Debian liblz4-dev), which falls back to VCD."""
     from conftest import need_tool
-    from tb.runner import _fst_available
+    from zatile.tb.runner import _fst_available
     if simulator == "icarus":
         need_tool("iverilog")
     build = _run_loopback(simulator, 3, waves=True)
@@ -301,9 +301,9 @@ except ImportError:                                         # pragma: no cover
     cocotb = None
 
 if cocotb is not None and os.environ.get("COCOTB_TEST_MODULES"):
-    from tb.debug import DebugReader
-    from tb.issue import IssueDriver, ResultMonitor
-    from tb.memory import MemoryResponder
+    from zatile.tb.debug import DebugReader
+    from zatile.tb.issue import IssueDriver, ResultMonitor
+    from zatile.tb.memory import MemoryResponder
 
     async def _reset(dut):
         Clock(dut.clk, 10, unit="ns").start()

@@ -1,0 +1,5 @@
+"""``python -m zatile``: the command-line interface."""
+
+from zatile.sw.cli import main
+
+raise SystemExit(main())
