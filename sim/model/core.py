@@ -55,27 +55,7 @@ class ModelCore:
     The handlers themselves live in the mixins :class:`~zatile.sim.model.sme.SmeOps`,
     :class:`~zatile.sim.model.outer.OuterProductOps` and
     :class:`~zatile.sim.model.sve.StreamingSveOps`; :class:`~zatile.sim.model.ReferenceModel`
-    combines them.
-
-    Parameters
-    ----------
-    config : EngineConfig
-        What the engine implements (features, supported SVLs).
-    state : ArchState, optional
-        The state to run on (used in place). Defaults to a zero state at ``config.max_svl``.
-    sme_enabled : bool
-        Control input (CPACR_EL1.SMEN and the higher-level enables): when False every
-        instruction of the table traps with SMTC 0 and changes nothing.
-
-    Attributes
-    ----------
-    state : ArchState
-    sme_enabled : bool
-
-    Raises
-    ------
-    ValueError
-        If ``state.svl`` is not one of ``config.supported_svls``.
+    combines them and documents the constructor's parameters, attributes and errors.
     """
 
     def __init__(self, config: EngineConfig, state: ArchState | None = None, *,

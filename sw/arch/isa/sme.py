@@ -43,6 +43,20 @@ def _define_state_control() -> None:
               Requires.ACCESS)
 
 
+def _tile_slice_fields(top: int, tile_bits: int) -> list[Field]:
+    """The tile number and slice offset packed into the 4 bits ``[top:top-3]`` (docs/isa.md, "Tile mapping").
+
+    ``tile_bits`` high bits name the tile; the rest are the slice offset, so byte slices have no
+    tile field and 128-bit slices no offset field.
+    """
+    fields = []
+    if tile_bits:
+        fields.append(Field("tile", top, top + 1 - tile_bits))
+    if tile_bits < 4:
+        fields.append(Field("off", top - tile_bits, top - 3))
+    return fields
+
+
 def _define_za_moves() -> None:
     imm8 = Field("mask", 7, 0)
     forms.add("ZERO", "zero", 0xC0080000, [imm8], "{mask:zamask}", "zero_za",
@@ -55,11 +69,8 @@ def _define_za_moves() -> None:
         msz = 3 if letter == "q" else tile_bits
         for store in (0, 1):
             for vertical in (0, 1):
-                fields = [Field("rm", 20, 16), Field("rs", 14, 13), Field("pg", 12, 10), Field("rn", 9, 5)]
-                if tile_bits:
-                    fields.append(Field("tile", 3, 4 - tile_bits))
-                if tile_bits < 4:
-                    fields.append(Field("off", 3 - tile_bits, 0))
+                fields = [Field("rm", 20, 16), Field("rs", 14, 13), Field("pg", 12, 10), Field("rn", 9, 5),
+                          *_tile_slice_fields(3, tile_bits)]
                 value = 0xE0000000 | q << 24 | msz << 22 | store << 21 | vertical << 15
                 hv = "v" if vertical else "h"
                 tile = "{tile:d}" if tile_bits else "0"
@@ -88,21 +99,15 @@ def _define_za_moves() -> None:
             off = "{off:d}" if tile_bits < 4 else "0"
             slice_text = f"za{tile}{hv}.{letter}[{{rs:w12}}, {off}]"
             # vector to tile: ZAd:off in [3:0]
-            fields = [Field("rs", 14, 13), Field("pg", 12, 10), Field("zn", 9, 5)]
-            if tile_bits:
-                fields.append(Field("tile", 3, 4 - tile_bits))
-            if tile_bits < 4:
-                fields.append(Field("off", 3 - tile_bits, 0))
+            fields = [Field("rs", 14, 13), Field("pg", 12, 10), Field("zn", 9, 5),
+                      *_tile_slice_fields(3, tile_bits)]
             forms.add(f"MOVA_Z_TO_ZA_{letter.upper()}_{hv.upper()}", "mov",
                       0xC0000000 | size << 22 | q << 16 | vertical << 15, fields,
                       f"{slice_text}, p{{pg:d}}/m, z{{zn:d}}.{letter}", "mova_to_tile", Requires.SM_ZA,
                       esize=esize, vertical=bool(vertical), aliases=("mova",))
             # tile to vector: ZAn:off in [8:5]
-            fields = [Field("rs", 14, 13), Field("pg", 12, 10), Field("zd", 4, 0)]
-            if tile_bits:
-                fields.append(Field("tile", 8, 9 - tile_bits))
-            if tile_bits < 4:
-                fields.append(Field("off", 8 - tile_bits, 5))
+            fields = [Field("rs", 14, 13), Field("pg", 12, 10), Field("zd", 4, 0),
+                      *_tile_slice_fields(8, tile_bits)]
             forms.add(f"MOVA_ZA_TO_Z_{letter.upper()}_{hv.upper()}", "mov",
                       0xC0020000 | size << 22 | q << 16 | vertical << 15, fields,
                       f"z{{zd:d}}.{letter}, p{{pg:d}}/m, {slice_text}", "mova_to_vector",
