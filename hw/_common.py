@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from amaranth import Cat, Const, Signal, Value
-from amaranth.lib import data, enum
+from amaranth.lib import data, enum, wiring
 
 from zatile.sw.arch.config import EngineConfig
 
-__all__ = ["check_config", "rejected", "row_layout", "byte_mask", "max_bytes", "pipeline_advance",
+__all__ = ["CheckedComponent", "check_config", "row_layout", "byte_mask", "max_bytes", "pipeline_advance",
            "derived_enum"]
 
 
@@ -20,25 +20,28 @@ def derived_enum(name: str, members: list[str], shape: int) -> type:
     return enum.EnumType(name, (enum.Enum,), namespace, shape=shape)
 
 
-def check_config(owner: object, config: object) -> EngineConfig:
-    """``config`` if it is an :class:`EngineConfig`, else ``TypeError`` quoting it.
+class CheckedComponent(wiring.Component):
+    """A component that checks its constructor's arguments before it exists.
 
-    ``owner`` is the component being constructed: a rejected component is never elaborated, so its
-    "created but never used" warning is silenced.
+    A subclass defines ``check_arguments``, a static method taking the constructor's arguments and
+    raising ``TypeError``/``ValueError`` that quotes a bad one. It runs in ``__new__``, before
+    Amaranth records the object as an elaboratable that must be used, so a rejected component
+    leaves no "created but never used" warning behind; ``__init__`` may then trust its arguments.
     """
+
+    def __new__(cls, *args, **kwargs):
+        cls.check_arguments(*args, **kwargs)
+        return super().__new__(cls, *args, src_loc_at=1, **kwargs)
+
+    @staticmethod
+    def check_arguments(*args, **kwargs) -> None:
+        raise NotImplementedError("a CheckedComponent defines check_arguments")
+
+
+def check_config(config: object) -> None:
+    """Raise ``TypeError`` quoting ``config`` unless it is an :class:`EngineConfig`."""
     if not isinstance(config, EngineConfig):
-        raise rejected(owner, TypeError(f"config must be an EngineConfig, not {config!r}"))
-    return config
-
-
-def rejected(owner: object, error: Exception) -> Exception:
-    """``error``, for a constructor to raise when it rejects its arguments.
-
-    A rejected component is never elaborated, so ``owner``'s "created but never used" warning is
-    silenced.
-    """
-    owner._MustUse__silence = True
-    return error
+        raise TypeError(f"config must be an EngineConfig, not {config!r}")
 
 
 def max_bytes(config: EngineConfig) -> int:

@@ -14,13 +14,13 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch import isa
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import check_config, derived_enum
+from zatile.hw._common import CheckedComponent, check_config, derived_enum
 
 __all__ = [
     "Op",
@@ -147,7 +147,7 @@ def _excluded(form: isa.Form, word) -> object | None:
     return Cat(*conditions).any() if conditions else None
 
 
-class Decoder(wiring.Component):
+class Decoder(CheckedComponent):
     """Combinational decoder of one instruction word.
 
     Parameters
@@ -168,8 +168,10 @@ class Decoder(wiring.Component):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
+    check_arguments = staticmethod(check_config)
+
     def __init__(self, config: EngineConfig):
-        self._config = check_config(self, config)
+        self._config = config
         super().__init__({"word": In(32), "decoded": Out(DecodedLayout)})
 
     @property

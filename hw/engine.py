@@ -58,7 +58,7 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch import isa
 from zatile.sw.arch.isa import Trait
 
-from zatile.hw._common import check_config, max_bytes
+from zatile.hw._common import CheckedComponent, check_config, max_bytes
 from zatile.hw.decoder import NO_SLOT, Decoder, Op, ops_of
 from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
 from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
@@ -120,7 +120,7 @@ def _popcount(bits) -> object:
     return total
 
 
-class ZaTileEngine(wiring.Component):
+class ZaTileEngine(CheckedComponent):
     """The ZA tile engine (module documentation).
 
     Parameters
@@ -137,8 +137,12 @@ class ZaTileEngine(wiring.Component):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
+    @staticmethod
+    def check_arguments(config: EngineConfig, library: ModuleLibrary | None = None) -> None:
+        check_config(config)
+
     def __init__(self, config: EngineConfig, library: ModuleLibrary | None = None):
-        self._config = check_config(self, config)
+        self._config = config
         self._library = library
         maxb = max_bytes(config)
         width = config.mem_data_width

@@ -23,12 +23,12 @@ logic; the tile is written ``latency`` cycles after acceptance.
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import check_config, max_bytes, row_layout
+from zatile.hw._common import CheckedComponent, check_config, max_bytes, row_layout
 from zatile.hw.za_storage import TileReadSignature, TileWriteSignature, tile_row_groups
 
 __all__ = ["IntOpKind", "IntOpLayout", "IntOuterProductArray"]
@@ -70,7 +70,7 @@ def _source(vector, index: int, bits: int, is_unsigned):
     return Cat(value, Mux(is_unsigned, 0, value[-1])).as_signed()
 
 
-class IntOuterProductArray(wiring.Component):
+class IntOuterProductArray(CheckedComponent):
     """Integer outer products and vector-to-tile additions on whole tiles (module documentation).
 
     Parameters
@@ -99,8 +99,10 @@ class IntOuterProductArray(wiring.Component):
     #: Cycles from acceptance to the cycle the tile is written.
     latency = 2
 
+    check_arguments = staticmethod(check_config)
+
     def __init__(self, config: EngineConfig):
-        self._config = check_config(self, config)
+        self._config = config
         super().__init__({
             "op": In(stream.Signature(IntOpLayout(config))),
             "acc": Out(TileReadSignature(config)),

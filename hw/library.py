@@ -34,28 +34,30 @@ class ModuleLibrary:
     def __init__(self):
         self.modules: dict[str, str] = {}
         self._clocked: dict[str, bool] = {}
+        self._signatures: dict[str, wiring.Signature] = {}
 
     def instantiate(self, m, instance_name: str, module_name: str,
                     make: Callable[[], wiring.Component]):
         """Add an instance of ``module_name`` to ``m`` and return its interface.
 
-        ``make`` builds the component; it is called every time (for the signature) and converted
-        to Verilog only the first time a module name is seen. The returned object has the
-        component's members as fresh signals, connected to the instance's ports.
+        ``make`` builds the component; it is called, and the component converted to Verilog, only
+        the first time a module name is seen (its signature serves every later instance). The
+        returned object has the component's members as fresh signals, connected to the instance's
+        ports.
         """
-        component = make()
         if module_name not in self.modules:
+            component = make()
             text = verilog.convert(component, name=module_name, emit_src=False,
                                    strip_internal_attrs=True)
             self.modules[module_name] = text
             header = text[text.index(f"module {module_name}("):].split(";", 1)[0]
             self._clocked[module_name] = "clk" in header.replace("(", ",").replace(")", ",") \
                 .replace(" ", "").split(",")
-        else:
-            component._MustUse__silence = True
-        interface = component.signature.create(path=(instance_name,))
+            self._signatures[module_name] = component.signature
+        signature = self._signatures[module_name]
+        interface = signature.create(path=(instance_name,))
         ports = {}
-        for path, member, value in component.signature.flatten(interface):
+        for path, member, value in signature.flatten(interface):
             prefix = "i_" if member.flow == wiring.In else "o_"
             ports[prefix + "__".join(str(part) for part in path)] = value
         if self._clocked[module_name]:

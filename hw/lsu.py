@@ -41,13 +41,13 @@ operands, ``predicate`` and ``store_data``; the unit then works alone until ``do
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.isa import Trait
 
-from zatile.hw._common import byte_mask, check_config, max_bytes, row_layout
+from zatile.hw._common import CheckedComponent, byte_mask, check_config, max_bytes, row_layout
 from zatile.hw.decoder import DecodedLayout, Op, ops_of
 
 __all__ = ["MEMORY_OPS", "STORE_OPS", "MemRequestLayout", "MemResponseLayout",
@@ -88,7 +88,7 @@ def _lowest_set(m, bits, name: str) -> tuple[Signal, Signal]:
     return index, one_hot
 
 
-class LoadStoreUnit(wiring.Component):
+class LoadStoreUnit(CheckedComponent):
     """Memory instructions as aligned beats (module documentation).
 
     Parameters
@@ -127,8 +127,10 @@ class LoadStoreUnit(wiring.Component):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
+    check_arguments = staticmethod(check_config)
+
     def __init__(self, config: EngineConfig):
-        self._config = check_config(self, config)
+        self._config = config
         maxb = max_bytes(config)
         width = config.mem_data_width
         super().__init__({

@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import byte_mask, check_config, max_bytes, row_layout
+from zatile.hw._common import CheckedComponent, byte_mask, check_config, max_bytes, row_layout
 
 __all__ = ["ReadPortSignature", "WritePortSignature", "RegisterFile"]
 
@@ -36,7 +36,7 @@ def WritePortSignature(addr_width: int, data_shape, enables: int) -> wiring.Sign
                              "lanes": Out(enables)})
 
 
-class RegisterFile(wiring.Component):
+class RegisterFile(CheckedComponent):
     """Z, P and FFR with two read ports each for Z and P, one write port each, and a debug port.
 
     Parameters
@@ -63,8 +63,10 @@ class RegisterFile(wiring.Component):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
+    check_arguments = staticmethod(check_config)
+
     def __init__(self, config: EngineConfig):
-        self._config = check_config(self, config)
+        self._config = config
         maxb = max_bytes(config)
         row = row_layout(config)
         super().__init__({

@@ -25,14 +25,14 @@ registers, of which there is one set.
 from __future__ import annotations
 
 from amaranth import Const, Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch import engine as arch_engine
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import Smtc
 
-from zatile.hw._common import check_config, derived_enum, max_bytes
+from zatile.hw._common import CheckedComponent, check_config, derived_enum, max_bytes
 from zatile.hw.decoder import Access, DecodedLayout, Op
 
 __all__ = ["Status", "VerdictLayout", "StateControl"]
@@ -45,7 +45,7 @@ Status = derived_enum("Status", [status.name for status in arch_engine.Status], 
 VerdictLayout = data.StructLayout({"status": Status, "smtc": 3})
 
 
-class StateControl(wiring.Component):
+class StateControl(CheckedComponent):
     """SVCR, legality of the instruction in execution, and the effective SVL.
 
     Parameters
@@ -88,8 +88,10 @@ class StateControl(wiring.Component):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
+    check_arguments = staticmethod(check_config)
+
     def __init__(self, config: EngineConfig):
-        self._config = check_config(self, config)
+        self._config = config
         maxb = max_bytes(config)
         members = {
             "decoded": In(DecodedLayout),

@@ -13,13 +13,12 @@ have, so the hardware and the reference model share one definition.
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.pseudocode import predicate_count
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import check_config, max_bytes, row_layout
+from zatile.hw._common import CheckedComponent, check_config, max_bytes, row_layout
 from zatile.hw.decoder import DecodedLayout, Op
 
 __all__ = ["SVE_OPS", "StreamingSveUnit"]
@@ -29,7 +28,7 @@ SVE_OPS = (Op.PTRUE, Op.PFALSE, Op.WHILE, Op.DUP_SCALAR, Op.DUP_IMM, Op.CNT, Op.
            Op.ADDSVL, Op.MRS_SVCR)
 
 
-class StreamingSveUnit(wiring.Component):
+class StreamingSveUnit(CheckedComponent):
     """Predicate, broadcast and scalar results of one instruction (combinational).
 
     Parameters
@@ -58,8 +57,10 @@ class StreamingSveUnit(wiring.Component):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
+    check_arguments = staticmethod(check_config)
+
     def __init__(self, config: EngineConfig):
-        self._config = check_config(self, config)
+        self._config = config
         super().__init__({
             "decoded": In(DecodedLayout),
             "first": In(64),

@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import check_config, max_bytes, rejected, row_layout
+from zatile.hw._common import CheckedComponent, check_config, max_bytes, row_layout
 from zatile.hw.regfile import ReadPortSignature
 
 __all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",
@@ -82,7 +82,7 @@ def tile_row_groups(double, tile) -> Value:
     return Mux(double, Const(1, 8) << tile[:3], Const(0b0001_0001, 8) << tile[:2])
 
 
-class ZaStorage(wiring.Component):
+class ZaStorage(CheckedComponent):
     """The ZA array with slice, tile, zeroing and debug ports.
 
     Parameters
@@ -123,11 +123,14 @@ class ZaStorage(wiring.Component):
         If ``tile_ports`` is not a positive integer.
     """
 
-    def __init__(self, config: EngineConfig, tile_ports: int = 1):
-        self._config = check_config(self, config)
+    @staticmethod
+    def check_arguments(config: EngineConfig, tile_ports: int = 1) -> None:
+        check_config(config)
         if not isinstance(tile_ports, int) or tile_ports < 1:
-            raise rejected(self, ValueError(
-                f"tile_ports must be a positive integer, not {tile_ports!r}"))
+            raise ValueError(f"tile_ports must be a positive integer, not {tile_ports!r}")
+
+    def __init__(self, config: EngineConfig, tile_ports: int = 1):
+        self._config = config
         self._tile_ports = tile_ports
         members = {
             "slice_read": In(SliceReadSignature(config)),

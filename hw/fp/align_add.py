@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from zatile.hw._common import rejected
+from zatile.hw._common import CheckedComponent
 
 from zatile.hw.fp.count_zeros import trailing_zeros
 
@@ -42,7 +42,7 @@ def SumLayout(width: int, exponent_bits: int) -> data.StructLayout:
     return data.StructLayout({"sign": 1, "exponent": signed(exponent_bits), "magnitude": width})
 
 
-class FpAlignAdd(wiring.Component):
+class FpAlignAdd(CheckedComponent):
     """Add two terms in a fixed window, keeping exactly the bits any rounding needs (combinational).
 
     The *anchor* term sits at a fixed place in the window: ``headroom_bits`` free bits above it
@@ -90,23 +90,28 @@ class FpAlignAdd(wiring.Component):
         If a width is out of range, or ``order_by_exponent`` is given terms of unequal widths.
     """
 
-    def __init__(self, *, augend_width: int, addend_width: int, exponent_bits: int,
-                 guard_bits: int, headroom_bits: int, order_by_exponent: bool = False):
+    @staticmethod
+    def check_arguments(*, augend_width: int, addend_width: int, exponent_bits: int,
+                        guard_bits: int, headroom_bits: int,
+                        order_by_exponent: bool = False) -> None:
         for name, value, minimum in (("augend_width", augend_width, 1),
                                      ("addend_width", addend_width, 1),
                                      ("exponent_bits", exponent_bits, 2),
                                      ("guard_bits", guard_bits, 1),
                                      ("headroom_bits", headroom_bits, 2)):
             if not isinstance(value, int) or value < minimum:
-                raise rejected(self, ValueError(
-                    f"{name} must be an integer of at least {minimum}, not {value!r}"))
+                raise ValueError(
+                    f"{name} must be an integer of at least {minimum}, not {value!r}")
         if order_by_exponent and augend_width != addend_width:
-            raise rejected(self, ValueError(f"order_by_exponent needs terms of equal width, not "
-                                            f"{augend_width} and {addend_width}"))
+            raise ValueError(f"order_by_exponent needs terms of equal width, not "
+                             f"{augend_width} and {addend_width}")
         window_width = guard_bits + augend_width + headroom_bits
         if window_width - 1 < addend_width:
-            raise rejected(self, ValueError(f"a {window_width}-bit window cannot hold a "
-                                            f"{addend_width}-bit addend below its carry bit"))
+            raise ValueError(f"a {window_width}-bit window cannot hold a "
+                             f"{addend_width}-bit addend below its carry bit")
+
+    def __init__(self, *, augend_width: int, addend_width: int, exponent_bits: int,
+                 guard_bits: int, headroom_bits: int, order_by_exponent: bool = False):
         self._augend_width = augend_width
         self._addend_width = addend_width
         self._exponent_bits = exponent_bits
@@ -116,7 +121,7 @@ class FpAlignAdd(wiring.Component):
         super().__init__({
             "augend": In(TermLayout(augend_width, exponent_bits)),
             "addend": In(TermLayout(addend_width, exponent_bits)),
-            "sum": Out(SumLayout(window_width, exponent_bits)),
+            "sum": Out(SumLayout(guard_bits + augend_width + headroom_bits, exponent_bits)),
         })
 
     @property

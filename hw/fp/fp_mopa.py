@@ -39,7 +39,7 @@ from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import check_config, rejected
+from zatile.hw._common import CheckedComponent, check_config
 from zatile.hw.library import ModuleLibrary, place
 
 from zatile.hw.fp.bf_dot_add import BfDotAdd
@@ -132,7 +132,7 @@ def _za_row_groups(double, tile):
     return Mux(double, Const(1, 8) << tile, Const(0b0001_0001, 8) << tile[:2])
 
 
-class FpOuterProductArray(wiring.Component):
+class FpOuterProductArray(CheckedComponent):
     """A tile of FP units applying one outer product per cycle (see the module documentation).
 
     Parameters
@@ -169,14 +169,16 @@ class FpOuterProductArray(wiring.Component):
     #: Cycles from accepting an operation to presenting its result (every unit's latency).
     latency = FpMulAdd.latency
 
+    @staticmethod
+    def check_arguments(config: EngineConfig, library: ModuleLibrary | None = None) -> None:
+        check_config(config)
+        if not any(config.has(feature) for feature in KIND_FEATURES.values()):
+            raise ValueError(f"config has no floating-point outer-product feature "
+                             f"({', '.join(KIND_FEATURES.values())}): {sorted(config.features)!r}")
+
     def __init__(self, config: EngineConfig, library: ModuleLibrary | None = None):
-        check_config(self, config)
         self._library = library
         kinds = tuple(kind for kind, feature in KIND_FEATURES.items() if config.has(feature))
-        if not kinds:
-            raise rejected(self, ValueError(
-                f"config has no floating-point outer-product feature "
-                f"({', '.join(KIND_FEATURES.values())}): {sorted(config.features)!r}"))
         self._config = config
         self._kinds = kinds
         super().__init__({

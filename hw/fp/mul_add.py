@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from amaranth import Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
-from zatile.hw._common import pipeline_advance, rejected
+from zatile.hw._common import CheckedComponent, pipeline_advance
 
 from zatile.hw.fp.align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
 from zatile.hw.fp.format import FP16, FP32, FP64, FpFormat, ResultClass, RoundingMode
@@ -30,7 +30,7 @@ def MulAddLayout(fmt: FpFormat) -> data.StructLayout:
     })
 
 
-class FpMulAdd(wiring.Component):
+class FpMulAdd(CheckedComponent):
     """Pipelined fused multiply-add, ``addend + multiplicand * multiplier`` rounded once.
 
     This is ``FPMulAdd_ZA`` (sme-isa.md §2.7): the exact product and the addend are summed
@@ -72,9 +72,12 @@ class FpMulAdd(wiring.Component):
 
     latency = 4
 
-    def __init__(self, fmt: FpFormat):
+    @staticmethod
+    def check_arguments(fmt: FpFormat) -> None:
         if fmt not in (FP16, FP32, FP64):
-            raise rejected(self, ValueError(f"FpMulAdd supports fp16, fp32 and fp64, not {fmt!r}"))
+            raise ValueError(f"FpMulAdd supports fp16, fp32 and fp64, not {fmt!r}")
+
+    def __init__(self, fmt: FpFormat):
         self._fmt = fmt
         super().__init__({
             "i": In(stream.Signature(MulAddLayout(fmt))),

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from amaranth import Module, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from zatile.hw._common import rejected
+from zatile.hw._common import CheckedComponent
 
 from zatile.hw.fp.format import FpFormat
 from zatile.hw.fp.unpack import UnpackedLayout
@@ -31,7 +31,7 @@ def ProductLayout(fmt: FpFormat) -> data.StructLayout:
     })
 
 
-class FpMultiply(wiring.Component):
+class FpMultiply(CheckedComponent):
     """Multiply two unpacked operands exactly, without rounding (combinational).
 
     Parameters
@@ -52,9 +52,12 @@ class FpMultiply(wiring.Component):
         If ``fmt`` is not an :class:`FpFormat`.
     """
 
-    def __init__(self, fmt: FpFormat):
+    @staticmethod
+    def check_arguments(fmt: FpFormat) -> None:
         if not isinstance(fmt, FpFormat):
-            raise rejected(self, TypeError(f"fmt must be an FpFormat, not {fmt!r}"))
+            raise TypeError(f"fmt must be an FpFormat, not {fmt!r}")
+
+    def __init__(self, fmt: FpFormat):
         self._fmt = fmt
         super().__init__({
             "multiplicand": In(UnpackedLayout(fmt)),

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from amaranth import Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from zatile.hw._common import rejected
+from zatile.hw._common import CheckedComponent
 
 from zatile.hw.fp.align_add import SumLayout
 from zatile.hw.fp.count_zeros import leading_zeros, trailing_zeros
@@ -26,7 +26,7 @@ def NormalizedLayout(width: int, exponent_bits: int) -> data.StructLayout:
                               "tiny": 1, "zero": 1})
 
 
-class FpNormalize(wiring.Component):
+class FpNormalize(CheckedComponent):
     """Shift a sum so that its leading one is the top bit, or to the denormal scale (combinational).
 
     Parameters
@@ -50,17 +50,20 @@ class FpNormalize(wiring.Component):
         If ``width`` or ``exponent_bits`` is out of range, or ``min_exponent`` does not fit.
     """
 
-    def __init__(self, *, width: int, exponent_bits: int, min_exponent: int):
+    @staticmethod
+    def check_arguments(*, width: int, exponent_bits: int, min_exponent: int) -> None:
         if not isinstance(width, int) or width < 2:
-            raise rejected(self, ValueError(
-                f"width must be an integer of at least 2, not {width!r}"))
+            raise ValueError(
+                f"width must be an integer of at least 2, not {width!r}")
         if not isinstance(exponent_bits, int) or exponent_bits < 2:
-            raise rejected(self, ValueError(f"exponent_bits must be an integer of at least 2, "
-                                            f"not {exponent_bits!r}"))
+            raise ValueError(f"exponent_bits must be an integer of at least 2, "
+                             f"not {exponent_bits!r}")
         if not isinstance(min_exponent, int) or not (
                 -2 ** (exponent_bits - 1) <= min_exponent < 2 ** (exponent_bits - 1)):
-            raise rejected(self, ValueError(f"min_exponent must fit a signed {exponent_bits}-bit "
-                                            f"exponent, not {min_exponent!r}"))
+            raise ValueError(f"min_exponent must fit a signed {exponent_bits}-bit "
+                             f"exponent, not {min_exponent!r}")
+
+    def __init__(self, *, width: int, exponent_bits: int, min_exponent: int):
         self._width = width
         self._exponent_bits = exponent_bits
         self._min_exponent = min_exponent

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from zatile.hw._common import rejected
+from zatile.hw._common import CheckedComponent
 
 from zatile.hw.fp.format import FpFormat, ResultClass, RoundingMode
 
@@ -24,7 +24,7 @@ def RoundInputLayout(width: int, exponent_bits: int) -> data.StructLayout:
                               "tiny": 1})
 
 
-class FpRound(wiring.Component):
+class FpRound(CheckedComponent):
     """Round, handle overflow, underflow and flush-to-zero, and pack (combinational).
 
     Rounding follows ``FPRoundBase`` with FPCR.AH = 0: flush-to-zero acts on the exact value
@@ -60,15 +60,18 @@ class FpRound(wiring.Component):
         If ``width`` or ``exponent_bits`` is out of range.
     """
 
-    def __init__(self, fmt: FpFormat, *, width: int, exponent_bits: int):
+    @staticmethod
+    def check_arguments(fmt: FpFormat, *, width: int, exponent_bits: int) -> None:
         if not isinstance(fmt, FpFormat):
-            raise rejected(self, TypeError(f"fmt must be an FpFormat, not {fmt!r}"))
+            raise TypeError(f"fmt must be an FpFormat, not {fmt!r}")
         if not isinstance(width, int) or width < 1:
-            raise rejected(self, ValueError(f"width must be a positive integer, not {width!r}"))
+            raise ValueError(f"width must be a positive integer, not {width!r}")
         if not isinstance(exponent_bits, int) or exponent_bits < fmt.exponent_bits + 1:
-            raise rejected(self, ValueError(
+            raise ValueError(
                 f"exponent_bits must be an integer of at least {fmt.exponent_bits + 1} for "
-                f"{fmt.name}, not {exponent_bits!r}"))
+                f"{fmt.name}, not {exponent_bits!r}")
+
+    def __init__(self, fmt: FpFormat, *, width: int, exponent_bits: int):
         self._fmt = fmt
         self._width = width
         super().__init__({

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from amaranth import Module, Mux, signed
-from amaranth.lib import data, wiring
+from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from zatile.hw._common import rejected
+from zatile.hw._common import CheckedComponent
 
 from zatile.hw.fp.format import FpFormat
 
@@ -32,7 +32,7 @@ def UnpackedLayout(fmt: FpFormat) -> data.StructLayout:
     })
 
 
-class FpUnpack(wiring.Component):
+class FpUnpack(CheckedComponent):
     """Split a bit pattern into sign, exponent and significand and classify it (combinational).
 
     Parameters
@@ -54,9 +54,12 @@ class FpUnpack(wiring.Component):
         If ``fmt`` is not an :class:`FpFormat`.
     """
 
-    def __init__(self, fmt: FpFormat):
+    @staticmethod
+    def check_arguments(fmt: FpFormat) -> None:
         if not isinstance(fmt, FpFormat):
-            raise rejected(self, TypeError(f"fmt must be an FpFormat, not {fmt!r}"))
+            raise TypeError(f"fmt must be an FpFormat, not {fmt!r}")
+
+    def __init__(self, fmt: FpFormat):
         self._fmt = fmt
         super().__init__({
             "bits": In(fmt.width),
