@@ -1,6 +1,6 @@
 """The integer outer-product array: SMOPA/UMOPA/SUMOPA/USMOPA (and MOPS), ADDHA and ADDVA.
 
-One operation updates a whole .S or .D tile (sme-isa.md §2.10, §2.11):
+One operation updates a whole .S or .D tile (docs/isa.md, "Integer outer products"):
 
 * 4-way outer products, 8-bit → 32-bit (I8I32) and 16-bit → 64-bit (I16I64): element ``(r, c)``
   gains ``Σ_k Zn[4r+k]·Zm[4c+k]`` over the sub-elements ``k`` active in both predicates (minus it

@@ -1,6 +1,6 @@
 """The load/store unit: every memory instruction of the subset, as beats on the memory master.
 
-Instructions (sme-isa.md §2.3, §2.4 and the streaming-SVE subset):
+Instructions (docs/isa.md, "Tile slice loads and stores", "LDR and STR of ZA", "Streaming SVE subset"):
 
 ==================  ===================================  =========================================
 operation           address                              footprint (bytes ``i`` of the access)

@@ -3,7 +3,7 @@
 ZA is held in flip-flops: the outer-product arrays read and write a whole tile per cycle, and ZA
 0→1 and ZERO clear any set of rows in one cycle.
 
-Mapping (sme-isa.md §1.3): for element size E bytes, horizontal slice ``i`` of tile ``k`` is the
+Mapping (docs/isa.md, "Tile mapping"): for element size E bytes, horizontal slice ``i`` of tile ``k`` is the
 row ``k + i*E``; element ``i`` of vertical slice ``j`` of tile ``k`` is bytes [j*E, j*E+E) of row
 ``k + i*E``. The storage is SVL-agnostic: callers reduce slice indices modulo the effective
 dimension and mask element enables to the effective SVL (the tile rows and columns at a smaller

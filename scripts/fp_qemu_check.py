@@ -301,7 +301,7 @@ def _tile_sources(sources: np.ndarray, operation: Operation) -> tuple[np.ndarray
 def _tile_elements(za: np.ndarray, operation: Operation) -> np.ndarray:
     """A [record, tile, row, column] view of the tile elements in ZA images [record, row, byte].
 
-    Row ``i`` of tile ``t`` is ZA row ``t + i * element_bytes`` (sme-isa.md §1.3).
+    Row ``i`` of tile ``t`` is ZA row ``t + i * element_bytes`` (docs/isa.md, "Tile mapping").
     """
     elements = za.view(_UNSIGNED[operation.element_bytes])  # [record, ZA row, column]
     by_slice = elements.reshape(len(za), operation.dim, operation.tiles, operation.dim)

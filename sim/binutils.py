@@ -14,7 +14,7 @@ from zatile.sim.tools import find_tool
 
 __all__ = ["ARCH_FLAGS", "gnu_assemble", "gnu_disassemble"]
 
-#: The architecture flags binutils 2.40 needs for every form of the subset (sme-isa.md §0).
+#: The architecture flags binutils 2.40 needs for every form of the subset (docs/isa.md, "Toolchain").
 ARCH_FLAGS = ("-march=armv9-a+sme+sme-f64+sme-i64",)
 
 _OBJDUMP_LINE = re.compile(r"^\s*([0-9a-f]+):\t([0-9a-f]{8}) \t(.*)$")

@@ -1,7 +1,7 @@
 """Every known way QEMU differs from the reference model, as data, and how comparisons cope.
 
 :data:`DIVERGENCES` is the one list. Each :class:`Divergence` names where the fact is recorded
-(sme-isa.md), which QEMU versions show it, and how a model-versus-QEMU comparison handles it
+(docs/divergences.md), which QEMU versions show it, and how a model-versus-QEMU comparison handles it
 (:class:`Handling`):
 
 * ``MODELLED``: the comparison applies QEMU's behaviour to the model's result
@@ -51,10 +51,10 @@ __all__ = [
 
 Version = tuple[int, ...]
 
-#: The QEMU the comparisons use as the semantic oracle (sme-isa.md, "Update (QEMU 10.0.2)").
+#: The QEMU the comparisons use as the semantic oracle (docs/divergences.md, "QEMU versions").
 QEMU_ORACLE_VERSION: Version = (10, 0, 2)
 
-#: First QEMU with SME (-cpu max); inferred from commit dates, UNVERIFIED (sme-isa.md §4.1).
+#: First QEMU with SME (-cpu max); inferred from commit dates, UNVERIFIED (docs/divergences.md, "QEMU versions").
 _FIRST_SME_QEMU: Version = (7, 1)
 
 
@@ -119,12 +119,12 @@ INT32_MOPA = Divergence(
         "forms, ADDHA and ADDVA are correct. Fixed upstream by 'target/arm: Fix 32-bit SMOPA' "
         "(d572bcb2, gitlab #2083) in 9.0 and backported to 8.2.3; not in any 7.2.x; not present "
         "in QEMU 10."),
-    reference="sme-isa.md §4.6 item 1, §2.10",
+    reference='docs/divergences.md, "qemu-int32-mopa"',
     affected=((_FIRST_SME_QEMU, (8, 2, 3)),),
     handling=Handling.VERSION_GATED,
     how=("Absent from the oracle QEMU 10. Against an affected QEMU (e.g. Debian bookworm's "
          "7.2.22) .S integer MOPA results must not be compared: leave int_mopa .S out of the "
-         "program or compare against the bug model of sme-isa.md §4.6."),
+         "program or compare against a model of the bug."),
 )
 
 VERTICAL_LD1_STALE_TAIL = Divergence(
@@ -136,7 +136,8 @@ VERTICAL_LD1_STALE_TAIL = Divergence(
         "elements in the gaps around the page boundary can stay stale too, while trailing ones "
         "up to the end of the last active element's 64-byte predicate chunk are zeroed. "
         "Horizontal loads and all-false predicates are correct."),
-    reference="sme-isa.md §4.6 item 2, §2.3; QEMU target/arm/tcg/sme_helper.c sme_ld1",
+    reference=('docs/divergences.md, "qemu-vertical-ld1-stale-tail"; '
+               "QEMU target/arm/tcg/sme_helper.c sme_ld1"),
     affected=((_FIRST_SME_QEMU, None),),
     handling=Handling.MODELLED,
     how=("Modelled: for an LD1 that executes, the comparison replaces the model's ZA with "
@@ -151,7 +152,8 @@ NON_STREAMING_SVE = Divergence(
         "SME-only implementation: the streaming-SVE subset of the table (PTRUE, PFALSE, WHILE, "
         "DUP, CNTx, RDVL, SVE LDR/STR, contiguous LD1/ST1) executes in QEMU at PSTATE.SM=0, at "
         "QEMU's non-streaming vector length, but is UNDEFINED in the model."),
-    reference="sme-isa.md §1.5 (SVE row), §4.2; sw.isa.Requires.STREAMING",
+    reference=('docs/divergences.md, "qemu-non-streaming-sve"; '
+               "zatile.sw.arch.isa.Requires.STREAMING"),
     affected=((_FIRST_SME_QEMU, None),),
     handling=Handling.AVOIDED,
     how=("Avoided: sim.progen issues streaming-SVE instructions only while SM=1 "
@@ -167,7 +169,7 @@ ZA_UNKNOWN_AFTER_DISABLE = Divergence(
         "are architecturally UNKNOWN. The model leaves them as they were; QEMU keeps them too "
         "(it zeroes only on 0->1), but neither is an architectural value, and ZA=0 makes them "
         "unreadable."),
-    reference="sme-isa.md §1.4 (SetPSTATE_ZA)",
+    reference='docs/isa.md, "PSTATE and SVCR"',
     affected=((_FIRST_SME_QEMU, None),),
     handling=Handling.NOT_COMPARED,
     how=("Not compared: ZA is compared only when PSTATE.ZA=1 at the end of both runs "
@@ -180,7 +182,7 @@ PAGE_GRANULAR_MEMORY = Divergence(
         "The QEMU harness maps memory in whole 4 KiB pages, so an access outside a region but "
         "inside one of its pages succeeds in QEMU (reads zero or a neighbour's bytes) where the "
         "model faults."),
-    reference="sim/qemu.py module notes",
+    reference='docs/divergences.md, "qemu-page-granular-memory"; sim/qemu.py module notes',
     affected=((_FIRST_SME_QEMU, None),),
     handling=Handling.AVOIDED,
     how="Avoided: regions of compared programs are page-aligned and a whole number of pages.",
@@ -193,7 +195,8 @@ FPCR_AFP_EBF16 = Divergence(
         "writable and change FMOPS negation of NaNs and BFMOPA rounding. The engine has neither "
         "feature (the bits are RES0 and ignored by the model). QEMU also keeps only FPCR bits "
         "0x07FF2007 and FPSR bits 0xF800009F."),
-    reference="sme-isa.md §2.7, §2.9, §4.1; sim/qemu.py module notes",
+    reference=('docs/divergences.md, "qemu-fpcr-afp-ebf16"; '
+               "sim/qemu.py module notes"),
     affected=(((8, 0), None),),
     handling=Handling.AVOIDED,
     how=("Avoided: initial FPCR values of compared programs set only RMode, FZ, FZ16 and DN; "

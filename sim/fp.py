@@ -1,6 +1,6 @@
 """Bit-exact, vectorized floating-point kernels of the SME outer products.
 
-One function per per-element operation (sme-isa.md §2.7-2.9):
+One function per per-element operation (docs/isa.md, "FP rules"):
 
 * :func:`fmla_f32`, :func:`fmla_f64`: ``FPMulAdd_ZA`` (FMOPA .S/.D): acc + a·b, one rounding.
 * :func:`fdotadd_f16`: ``FPDotAdd_ZA`` (widening FMOPA): the exact dot a0·b0 + a1·b1 rounded

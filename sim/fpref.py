@@ -16,7 +16,7 @@ Operands and results are Python ints holding IEEE bit patterns; ``fpcr`` is the 
 FPCR register. Modelled: a PE without FEAT_AFP and without FEAT_EBF16, on which FPCR.AH, FIZ,
 NEP and EBF are RES0, so only RMode, FZ and FZ16 matter. The ``_ZA`` forms force FPCR.DN and
 raise no exceptions, so the exception side of the pseudocode is left out and every NaN result is
-the default NaN (sme-isa.md §2.7-2.9).
+the default NaN (docs/isa.md, "FP rules").
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ and linked with binutils and run under ``qemu-aarch64`` with SVL = the state's S
 1. The **prologue** maps every memory region of the initial state at its own address and
    copies its bytes in, installs handlers for SIGILL, SIGSEGV and SIGBUS on an alternate
    signal stack, and only then loads the architectural state (ZA, SVCR, Z/P/FFR, FPCR, FPSR,
-   SP, X0-X30). All syscalls come first because every SVC clears PSTATE.SM (sme-isa.md §4.4).
+   SP, X0-X30). All syscalls come first because every SVC clears PSTATE.SM (docs/abi.md, "System calls").
 2. The **body** is the program, verbatim, one instruction per line.
 3. The **epilogue** stores every register without clobbering any first, then the memory
    regions, and writes the whole dump to stdout.

@@ -1,4 +1,4 @@
-"""Constants, byte layouts and size formulas of the SME ABI (sme-abi.md §1-§2, §4-§5)."""
+"""Constants, byte layouts and size formulas of the SME ABI (docs/abi.md, "Constants", "Signal records", "ptrace headers", "prctl")."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_pack_and_unpack_are_inverse_and_reserved_bytes_are_zero():
     (16, 65552, 8752, 8768),
 ])
 def test_worked_sizes(vq, za, sve_signal, sve_ptrace):
-    """sme-abi.md §2.3."""
+    """docs/abi.md, "Worked sizes"."""
     assert za_sig_context_size(vq) == za_pt_size(vq) == za
     assert sve_sig_context_size(vq) == sve_signal
     assert sve_pt_size(vq, c.SVE_PT_REGS_SVE) == sve_ptrace

@@ -1,4 +1,4 @@
-"""ptrace regsets: NT_ARM_ZA, NT_ARM_SSVE, NT_ARM_SVE, NT_ARM_TLS, NT_PRFPREG (sme-abi.md §11).
+"""ptrace regsets: NT_ARM_ZA, NT_ARM_SSVE, NT_ARM_SVE, NT_ARM_TLS, NT_PRFPREG (docs/abi.md, "ptrace regsets").
 
 The tracer is a process of its own driven from the test through ``UserContext`` and the libc
 wrappers (iovecs and buffers on its stack, as a C debugger would have them). The tracee runs

@@ -8,7 +8,7 @@ Compared only where QEMU implements the kernel's behaviour:
 
 * ``prctl(PR_SME_SET_VL/GET_VL)`` results for flagless calls, including the rounding, and the
   PSTATE.ZA drop on a real VL change. Known QEMU divergences, not compared: flag bits are
-  rejected with EINVAL (sme-isa.md §4.3), and a request of 0 returns 16 instead of EINVAL.
+  rejected with EINVAL (docs/divergences.md, "QEMU linux-user"), and a request of 0 returns 16 instead of EINVAL.
 * The signal-frame records at SVL 128/256/512: fpsimd, sve and za — magic, size, header
   fields, payload, order, and the extra_context spill. Known divergences: QEMU 10.0 writes no
   TPIDR2 record (so absolute offsets after the SVE record differ by 16 bytes), and its CPU

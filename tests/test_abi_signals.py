@@ -1,7 +1,7 @@
 """Signal delivery and rt_sigreturn: the arm64 signal kselftests and every sigreturn check.
 
 Tests named ``test_<kselftest>`` follow tools/testing/selftests/arm64/signal/testcases
-(sme-abi.md §17). A frame is captured the way the kselftest framework does it: a BRK raises
+(docs/abi.md, "Selftest acceptance list"). A frame is captured the way the kselftest framework does it: a BRK raises
 SIGTRAP synchronously (so PSTATE.SM survives, unlike a system call), the handler copies its
 frame and skips the BRK. Fake sigreturns copy a captured frame, corrupt it, place it on the
 stack and call rt_sigreturn; the kernel must answer with SIGSEGV.

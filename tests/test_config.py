@@ -30,7 +30,7 @@ def test_invalid_combinations_are_rejected_quoting_the_value(kwargs, quoted):
 @pytest.mark.parametrize("supported, request_bits, effective", [
     ((128, 256, 512), 384, 256),     # largest supported not above the request
     ((128, 256, 512), 2048, 512),
-    ((512,), 256, 512),              # below the minimum: the minimum (sme-isa.md §1.1)
+    ((512,), 256, 512),              # below the minimum: the minimum (docs/isa.md, "Vector lengths")
     ((256, 1024), 512, 256),
 ])
 def test_effective_svl_rule(supported, request_bits, effective):

@@ -1,7 +1,7 @@
 """FpOuterProductArray at SVL 128 against sim/fp.py, element by element, through a model of ZA.
 
 The testbench plays the engine: it answers the array's accumulator reads from a numpy ZA (rows
-of bytes, tiles interleaved as in sme-isa.md §1.3) and performs each result write in the cycle
+of bytes, tiles interleaved as in docs/isa.md, "Tile mapping") and performs each result write in the cycle
 it transfers. Every write is compared with the tile the golden model (sim.fp applied in program
 order, with predicates, MOPS negation and the +0 of inactive widening halves) holds after that
 operation, including which lanes are written. Covered: random FMOPA/FMOPS .S and .D, widening
@@ -43,7 +43,7 @@ def predicate_bits(value: int) -> np.ndarray:
 
 
 def golden_apply(za: np.ndarray, op: dict) -> np.ndarray:
-    """Apply one outer product to ``za`` in place (sme-isa.md §2.7-2.9); return its lane enables.
+    """Apply one outer product to ``za`` in place (docs/isa.md, "FP rules"); return its lane enables.
 
     The enables are one bool per 32-bit lane of each tile row, as the array reports them.
     """

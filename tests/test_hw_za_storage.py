@@ -19,7 +19,7 @@ def _to_bytes(value: int, count: int) -> np.ndarray:
 
 
 def _slice_positions(maxb, tile, index, log2, vertical):
-    """(row, first byte) of each element of a slice, per sme-isa.md §1.3."""
+    """(row, first byte) of each element of a slice, per docs/isa.md, "Tile mapping"."""
     esize = 1 << log2
     if vertical:
         return [(tile + i * esize, index * esize) for i in range(maxb // esize)]

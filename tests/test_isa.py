@@ -44,7 +44,7 @@ def test_form_count_and_ops_cover_the_subset():
 
 
 @pytest.mark.parametrize("text, word", [
-    # sme-isa.md worked examples (LLVM and binutils test suites)
+    # worked examples from the LLVM and binutils test suites
     ("smstart", 0xD503477F), ("smstop za", 0xD503447F), ("msr svcrsm, #1", 0xD503437F),
     ("zero {za}", 0xC00800FF), ("zero {za0.h}", 0xC0080055), ("zero {}", 0xC0080000),
     ("zero {za0.d, za1.d, za2.d, za4.d, za5.d, za7.d}", 0xC00800B7),

@@ -16,7 +16,7 @@ from zatile.sw.arch.isa import FORMS, decode
 from tests.conftest import need_tool
 from tests.test_isa import random_instance
 
-#: objdump behaviours that are not the architecture's (sme-isa.md §2.1, §2.5); each is a
+#: objdump behaviours that are not the architecture's (docs/isa.md, "Disassembly conventions"); each is a
 #: predicate over (word, objdump text). Nothing else may differ.
 BINUTILS_QUIRKS = {
     # objdump ignores bit 16 (Q) of MOVA for B/H/S/D; Q=1 with size != 11 is unallocated.

@@ -1,7 +1,7 @@
 """The architectural reference model (sim.model) and the QEMU divergence list (sim.divergences).
 
 Expected values are computed here independently, with plain-Python loops over elements written
-from sme-isa.md (tile row = tile + slice*esize, predicate bit e*esize, ...), never with the
+from docs/isa.md (tile row = tile + slice*esize, predicate bit e*esize, ...), never with the
 model's own helpers. Floating-point expectations use the exact scalar reference sim.fpref.
 """
 
@@ -714,7 +714,7 @@ ANY_STATE_OPS = {"msr_svcr_imm", "mrs_svcr", "msr_svcr", "rdsvl", "addsvl"}
 
 
 def expected_outcome(form, svcr):
-    """sme-isa.md §1.5, written out per operation (RDVL is SVE, RDSVL is SME)."""
+    """docs/isa.md, "Trap order", written out per operation (RDVL is SVE, RDSVL is SME)."""
     sm, za = svcr & 1, svcr & 2
     if form.op in SVE_OPS or form.name == "RDVL":
         return (Status.OK, None) if sm else (Status.UNDEF, None)

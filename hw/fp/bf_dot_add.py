@@ -26,7 +26,7 @@ class BfDotAdd(wiring.Component):
     """Pipelined ``BFDotAdd`` without FEAT_EBF16: three single-precision roundings to odd.
 
     ``prod = FPAdd_BF16(BFMulH(a0, b0), BFMulH(a1, b1)); result = FPAdd_BF16(addend, prod)``
-    (sme-isa.md §2.9). Every step flushes denormal inputs and outputs, rounds to odd with
+    (docs/isa.md, "Widening outer products"). Every step flushes denormal inputs and outputs, rounds to odd with
     overflow to infinity, and gives the default NaN; an exact zero sum is +0. FPCR plays no
     part and there are no exception flags. MOPS negation and the +0 of inactive elements are
     the caller's.

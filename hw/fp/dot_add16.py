@@ -45,7 +45,7 @@ class FpDotAdd16(wiring.Component):
     The two products are summed exactly and rounded once to single precision (``FPDot``: half
     inputs flushed only under FZ16, the single-precision result flushed under FZ), then added to
     the addend with a second rounding (``FPAdd``, FZ on its inputs and output) — the
-    accumulation is not fused (sme-isa.md §2.8). Default NaN; no exception flags. MOPS negation
+    accumulation is not fused (docs/isa.md, "Widening outer products"). Default NaN; no exception flags. MOPS negation
     and the +0 of inactive elements are the caller's.
 
     Stages (one register after each; ``latency`` = 4)::

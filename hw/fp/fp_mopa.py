@@ -1,7 +1,7 @@
 """The floating-point outer-product array: FMOPA/FMOPS (.S, .D, widening) and BFMOPA/BFMOPS.
 
 One operation updates a whole ZA tile: every element ``(row, col)`` of the tile gets
-``acc + Zn[row]·Zm[col]`` (or the 2-way dot for the widening forms, sme-isa.md §2.7-2.9) from its
+``acc + Zn[row]·Zm[col]`` (or the 2-way dot for the widening forms, docs/isa.md, "Widening outer products") from its
 own pipelined unit, so the array accepts one outer product per cycle.
 
 Tile interface
@@ -276,7 +276,7 @@ class FpOuterProductArray(CheckedComponent):
         return m
 
     def _drive_lanes(self, m, lanes, operation):
-        """Write enables per 32-bit lane, from the predicates (sme-isa.md §2.7-2.9)."""
+        """Write enables per 32-bit lane, from the predicates (docs/isa.md, "Predication")."""
         dimension = self._config.max_svl // 32
         pn, pm = operation.pn, operation.pm
         with m.Switch(operation.kind):

@@ -33,7 +33,7 @@ def MulAddLayout(fmt: FpFormat) -> data.StructLayout:
 class FpMulAdd(CheckedComponent):
     """Pipelined fused multiply-add, ``addend + multiplicand * multiplier`` rounded once.
 
-    This is ``FPMulAdd_ZA`` (sme-isa.md §2.7): the exact product and the addend are summed
+    This is ``FPMulAdd_ZA`` (docs/isa.md, "FMOPA"): the exact product and the addend are summed
     without intermediate rounding; NaN operands and invalid operations (infinity × zero, opposite
     infinities) give the default NaN; an exact zero sum is −0 only when rounding towards
     −infinity (unless both summands are zeros of the same sign); ``flush`` (FPCR.FZ) flushes

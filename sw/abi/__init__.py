@@ -2,7 +2,7 @@
 
 Modules, in the order a reader follows a system call:
 
-* :mod:`sw.abi.constants` — every Linux constant by name (sme-abi.md §1).
+* :mod:`sw.abi.constants` — every Linux constant by name (docs/abi.md, "Constants").
 * :mod:`sw.abi.layouts` — the byte layouts (signal records, ``rt_sigframe``, ptrace headers,
   TPIDR2 block, ELF core structures) and the uapi size macros.
 * :mod:`sw.abi.cpufeatures` — SME vector lengths, HWCAPs and cpuinfo from the engine.

@@ -1,6 +1,6 @@
 """Every Linux constant the kernel-side SME ABI model uses, by its Linux name.
 
-Values are those of sme-abi.md §1 (uapi ``sigcontext.h``, ``prctl.h``, ``elf.h``, ``ptrace.h``,
+Values are those of docs/abi.md, "Constants" (uapi ``sigcontext.h``, ``prctl.h``, ``elf.h``, ``ptrace.h``,
 ``sve_context.h``, ``hwcap.h``) plus the generic arm64 syscall, signal and errno numbers the
 model needs. The values the architecture defines (SVCR bits, SME trap codes, the FPSR reset
 value) are the ones of :mod:`zatile.sw.arch.constants`, under their Linux names. Nothing here is

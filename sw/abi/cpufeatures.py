@@ -67,7 +67,7 @@ class HwcapRule:
     hwcap: int
 
 
-#: The SME entries of ``arm64_elf_hwcaps`` (ID_AA64SMFR0_EL1 fields, sme-isa.md §3.1).
+#: The SME entries of ``arm64_elf_hwcaps`` (ID_AA64SMFR0_EL1 fields, docs/isa.md, "ID registers").
 SME_HWCAP_RULES: tuple[HwcapRule, ...] = (
     HwcapRule("smei16i64", 52, 4, 0xF, c.HWCAP2_SME_I16I64),
     HwcapRule("smef64f64", 48, 1, 1, c.HWCAP2_SME_F64F64),

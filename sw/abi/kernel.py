@@ -4,7 +4,7 @@
 :class:`~sw.driver.Engine`. Threads run :class:`~sw.abi.program.Executable` programs; engine
 instructions go to the engine with the thread's operand values, everything else (system
 calls, traps, signals, ptrace, scheduling) is done here, with the semantics of
-``arch/arm64/kernel/{fpsimd,signal,ptrace,process,syscall}.c`` as summarised in sme-abi.md.
+``arch/arm64/kernel/{fpsimd,signal,ptrace,process,syscall}.c`` as summarised in docs/abi.md.
 
 Where a thread's SME state lives
 --------------------------------

@@ -5,7 +5,7 @@ from :class:`CStruct`: its ``FORMAT`` is a :mod:`struct` format (little-endian, 
 padding) whose non-padding items are the dataclass fields in order. Offsets are derived from
 the format, so ``ZaContext.offsetof("vl")`` is the byte offset the C compiler would give.
 The size macros of the uapi headers (``SVE_SIG_*``, ``ZA_SIG_*``, ``SVE_PT_*``, ``ZA_PT_*``)
-are functions named after them (sme-abi.md §2).
+are functions named after them (docs/abi.md, "Signal records" and "ptrace headers").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The arm64 user regset view of an SME-only system (``arch/arm64/kernel/ptrace.c``, ≥ 6.16).
 
-Each :class:`Regset` has the ``.n`` × ``.size`` geometry of the kernel's table (sme-abi.md §1.3)
+Each :class:`Regset` has the ``.n`` × ``.size`` geometry of the kernel's table (docs/abi.md, "Regset geometry")
 and a getter/setter pair operating on a thread's saved state through
 :class:`~sw.abi.fpsimd.FpsimdOps`. Getters return the bytes the kernel's ``regset_get`` would
 produce (the ``membuf`` is ``min(iov_len, n*size)`` bytes; a getter that writes less produces

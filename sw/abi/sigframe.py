@@ -1,6 +1,6 @@
 """The arm64 ``rt_sigframe``: layout, the writes that build it, and the parser of sigreturn.
 
-Linux ≥ 6.16 on an SME-only system (no SVE, no SME2, no FPMR/POE/GCS) — sme-abi.md §10.
+Linux ≥ 6.16 on an SME-only system (no SVE, no SME2, no FPMR/POE/GCS) — docs/abi.md, "Signal frames" and "sigreturn".
 
 * :func:`sigframe_layout` is ``setup_sigframe_layout``: record offsets in allocation order
   (fpsimd, esr, sve, tpidr2, za, end), moving this and all later records to an extra area

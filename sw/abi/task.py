@@ -1,6 +1,6 @@
 """Tasks of the kernel model: the per-thread state Linux keeps, and processes.
 
-:class:`FpState` mirrors the FP/SIMD/SME fields of arm64's ``thread_struct`` (sme-abi.md §3):
+:class:`FpState` mirrors the FP/SIMD/SME fields of arm64's ``thread_struct`` (docs/abi.md, "Per-thread state"):
 ``uw.fpsimd_state`` (V0-V31, FPSR, FPCR), ``svcr``, ``fp_type``, the SME vector length with its
 pending ``vl_onexec`` and ``TIF_SME_VL_INHERIT``, ``TIF_SME``, and the two save areas
 ``sve_state`` (Z/P/FFR in the signal-frame layout, at the SME vector length since the engine

@@ -27,7 +27,7 @@ forms = FormList(_TRAITS)
 
 
 def _define_state_control() -> None:
-    # MSR SVCRxx, #imm: CRm<2:1> selects SM/ZA/both, CRm<0> is the new value (docs/isa.md, "SVCR").
+    # MSR SVCRxx, #imm: CRm<2:1> selects SM/ZA/both, CRm<0> is the new value (docs/isa.md, "PSTATE and SVCR").
     for select, suffix, alt in ((3, "", "svcrsmza"), (1, " sm", "svcrsm"), (2, " za", "svcrza")):
         for start in (1, 0):
             word = 0xD503407F | ((select << 1) | start) << 8
