@@ -318,7 +318,8 @@ def expected_outcome(svcr_in: int, write: str, vl: int) -> tuple[int, int]:
 @pytest.mark.parametrize("write", WRITES)
 def test_fp_ptrace(svcr_in, write, vl):
     """kselftest fp-ptrace entries that exist without SVE/SME2/FPMR: initial reads match what
-    the tracee loaded; after one write the tracee's registers are what §11.5 says."""
+    the tracee loaded; after one write the tracee's registers are what docs/abi.md, "ptrace
+    regsets" says."""
     sm_in, za_in = bool(svcr_in & 1), bool(svcr_in & 2)
     svcr_out, vl_out = expected_outcome(svcr_in, write, vl)
     sm_out, za_out = bool(svcr_out & 1), bool(svcr_out & 2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, SVCR_SM, SVCR_ZA, Smtc
 
-# ----------------------------------------------------------------- signal-frame magics (§1.1)
+# ---------------------------------------------- signal-frame magics (docs/abi.md, "Signal records")
 FPSIMD_MAGIC = 0x46508001
 ESR_MAGIC = 0x45535201
 EXTRA_MAGIC = 0x45585401
@@ -32,7 +32,7 @@ EXTRA_CONTEXT_SIZE = 32
 #: Largest signal frame the kernel builds or accepts (``SIGFRAME_MAXSZ``, 256 KiB).
 SIGFRAME_MAXSZ = 256 * 1024
 
-# ----------------------------------------------------------------------------- prctl (§1.2)
+# --------------------------------------------------------------------- prctl (docs/abi.md, "prctl")
 PR_SVE_SET_VL = 50
 PR_SVE_GET_VL = 51
 PR_SME_SET_VL = 63
@@ -45,7 +45,7 @@ PR_SVE_VL_LEN_MASK = PR_SME_VL_LEN_MASK
 PR_SVE_VL_INHERIT = PR_SME_VL_INHERIT
 PR_SVE_SET_VL_ONEXEC = PR_SME_SET_VL_ONEXEC
 
-# ------------------------------------------------------------- ELF notes and regsets (§1.3)
+# ------------------------------------------- ELF notes and regsets (docs/abi.md, "Regset geometry")
 NT_PRSTATUS = 1
 NT_PRFPREG = 2
 NT_PRPSINFO = 3
@@ -61,7 +61,7 @@ NT_ARM_FPMR = 0x40E
 NT_ARM_POE = 0x40F
 NT_ARM_GCS = 0x410
 
-# ------------------------------------------------------------ ptrace header flags (§1.4)
+# ---------------------------------------------- ptrace header flags (docs/abi.md, "ptrace headers")
 SVE_PT_REGS_MASK = 1 << 0
 SVE_PT_REGS_FPSIMD = 0
 SVE_PT_REGS_SVE = SVE_PT_REGS_MASK
@@ -70,7 +70,7 @@ SVE_PT_VL_ONEXEC = PR_SVE_SET_VL_ONEXEC >> 16
 ZA_PT_VL_INHERIT = PR_SME_VL_INHERIT >> 16
 ZA_PT_VL_ONEXEC = PR_SME_SET_VL_ONEXEC >> 16
 
-# ----------------------------------------------------------- vector-length constants (§1.5)
+# ----------------------------------------------- vector-length constants (docs/abi.md, "Constants")
 SVE_VQ_BYTES = 16
 SVE_VQ_MIN = 1
 SVE_VQ_MAX = 512
@@ -84,7 +84,7 @@ VL_ARCH_MAX = 0x100
 SME_VQ_MAX = 16
 ARCH_SVE_VQ_MAX = 16
 
-# ------------------------------------------------------------------- HWCAP2 bits (§1.6)
+# -------------------------------------------------------------- HWCAP2 bits (docs/abi.md, "HWCAPs")
 AT_HWCAP = 16
 AT_HWCAP2 = 26
 AT_MINSIGSTKSZ = 51
@@ -112,7 +112,7 @@ HWCAP2_SME_SF8DP4 = 1 << 61
 HWCAP2_SME_SF8DP2 = 1 << 62
 HWCAP2_POE = 1 << 63
 
-# ------------------------------------------------------- system registers and traps (§1.7)
+# ------------------------------------- system registers and traps (docs/abi.md, "SME access traps")
 SVCR_SM_MASK = SVCR_SM
 SVCR_ZA_MASK = SVCR_ZA
 ESR_ELX_EC_SHIFT = 26
@@ -169,9 +169,12 @@ EPERM = 1
 ENOENT = 2
 ESRCH = 3
 EIO = 5
+EBADF = 9
+EACCES = 13
 EFAULT = 14
 ENOMEM = 12
 EINVAL = 22
+ENAMETOOLONG = 36
 ENOSYS = 38
 
 # ----------------------------------------------------------------------------- signals

@@ -1,4 +1,5 @@
-"""ELF64 core files as ``binfmt_elf``'s ``elf_core_dump`` writes them for arm64.
+"""Core dumps (docs/abi.md, "Core dumps"): ELF64 core files as ``binfmt_elf``'s
+``elf_core_dump`` writes them for arm64, and the kernel's :class:`CoreDumpsMixin`.
 
 Layout: the ELF header, one PT_NOTE program header followed by a PT_LOAD per mapping, the
 notes, then the mappings' bytes at page-aligned offsets. Notes come per thread, the dumping
@@ -13,9 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zatile.sw.abi import constants as c
-from zatile.sw.abi.layouts import Elf64Ehdr, Elf64Nhdr, Elf64Phdr, round_up
+from zatile.sw.abi.layouts import (
+    Elf64Ehdr, Elf64Nhdr, Elf64Phdr, ElfPrpsinfo, ElfPrstatus, round_up,
+)
+from zatile.sw.abi.task import Process, Thread, ThreadState
 
-__all__ = ["CoreNote", "CoreSegment", "elf_core", "PAGE_SIZE"]
+__all__ = ["CoreNote", "CoreSegment", "elf_core", "PAGE_SIZE", "CoreDumpsMixin"]
 
 PAGE_SIZE = 4096
 
@@ -71,3 +75,48 @@ def elf_core(notes: list[CoreNote], segments: list[CoreSegment]) -> bytes:
         image.extend(bytes(phdr.p_offset - len(image)))
         image.extend(segment.data)
     return bytes(image)
+
+
+class CoreDumpsMixin:
+    """Writing core files.
+
+    A mixin of :class:`~zatile.sw.abi.kernel.Kernel`: it uses the kernel's threads, engine and
+    save areas directly.
+    """
+
+    def core_dump(self, process: Process, dumper: Thread, signo: int, siginfo: bytes) -> bytes:
+        """The ELF core file of ``process`` killed by ``signo`` in ``dumper``."""
+        others = [t for t in reversed(process.threads)
+                  if t is not dumper and t.state is ThreadState.RUNNABLE]
+        notes = []
+        for index, thread in enumerate([dumper] + others):
+            self._preserve(thread)
+            cpu = thread.cpu
+            pending = 0
+            for queued in thread.pending:
+                pending |= 1 << (queued.signo - 1)
+            notes.append(CoreNote("CORE", c.NT_PRSTATUS, ElfPrstatus(
+                si_signo=signo, si_code=0, si_errno=0, pr_cursig=signo, pr_sigpend=pending,
+                pr_sighold=thread.blocked, pr_pid=thread.tid, pr_ppid=process.parent_pid,
+                pr_pgrp=process.pid, pr_sid=process.pid, regs=tuple(cpu.x), sp=cpu.sp,
+                pc=cpu.pc, pstate=cpu.pstate, pr_fpvalid=1).pack()))
+            if index == 0:
+                notes.append(CoreNote("CORE", c.NT_PRPSINFO, ElfPrpsinfo(
+                    pr_state=0, pr_sname=ord("R"), pr_zomb=0, pr_nice=0, pr_flag=0, pr_uid=0,
+                    pr_gid=0, pr_pid=process.pid, pr_ppid=process.parent_pid,
+                    pr_pgrp=process.pid, pr_sid=process.pid,
+                    pr_fname=process.name.encode()[:15], pr_psargs=process.name.encode()[:79])
+                    .pack()))
+                notes.append(CoreNote("CORE", c.NT_SIGINFO, siginfo))
+                notes.append(CoreNote("CORE", c.NT_AUXV, self._auxv_bytes(process)))
+                # No file-backed mappings: a zero count and the page size.
+                notes.append(CoreNote("CORE", c.NT_FILE, (0).to_bytes(8, "little")
+                                      + (4096).to_bytes(8, "little")))
+            for regset in self.regsets.regsets[1:]:
+                produced = regset.get(thread)
+                if isinstance(produced, bytes):
+                    notes.append(CoreNote(regset.core_name, regset.note_type,
+                                          produced[:regset.max_bytes]))
+        segments = [CoreSegment(base, bytes(data))
+                    for base, data in process.mm.memory.regions.items()]
+        return elf_core(notes, segments)

@@ -44,7 +44,7 @@ class SmeVectorLengths:
         return self.supported[-1]
 
     def find_supported(self, vl: int) -> int:
-        """``find_supported_vector_length``: clamp to [min, max], then round down (§4)."""
+        """``find_supported_vector_length``: clamp, round down (docs/abi.md, "prctl")."""
         if not sve_vl_valid(vl):
             vl = self.min_vl
         vl = min(max(vl, self.min_vl), self.max_vl)
@@ -52,7 +52,7 @@ class SmeVectorLengths:
 
     @property
     def boot_default(self) -> int:
-        """The boot-time ``sme_default_vector_length``: 32 bytes if supported, rounded (§5)."""
+        """The boot-time default SME VL: 32 bytes if supported, rounded (docs/abi.md, "sysctl")."""
         return self.find_supported(32)
 
 

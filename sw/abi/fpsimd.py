@@ -160,7 +160,10 @@ class FpsimdOps:
         return 0
 
     def change_live_vector_length(self, thread: Thread, vl: int) -> int:
-        """``change_live_vector_length`` for SME (§6.1): ZA dropped, SM and V preserved."""
+        """``change_live_vector_length`` for SME: ZA dropped, SM and V preserved.
+
+        See docs/abi.md, "Live vector-length changes".
+        """
         fp = thread.fp
         new_vq = sve_vq_from_vl(vl)
         sve_state = self.heap.alloc(sve_sig_regs_size(new_vq))

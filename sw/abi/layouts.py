@@ -19,6 +19,7 @@ from zatile.sw.abi.constants import (
     EXTRA_MAGIC, ESR_MAGIC, FPSIMD_MAGIC, SVE_MAGIC, SVE_PT_REGS_MASK, SVE_PT_REGS_SVE,
     SVE_VQ_BYTES, SVE_VL_MAX, SVE_VL_MIN, TPIDR2_MAGIC, ZA_MAGIC,
 )
+from zatile.sw.arch.constants import MASK64
 
 __all__ = [
     "CStruct", "ContextHeader", "FpsimdContext", "EsrContext", "ExtraContext", "SveContext",
@@ -123,7 +124,7 @@ def _is_array(item: str) -> bool:
     return item[-1] != "s" and item[:-1] not in ("", "1")
 
 
-# ------------------------------------------------------------------ signal records (§2.1)
+# --------------------------------------------------- signal records (docs/abi.md, "Signal records")
 @dataclass(frozen=True, kw_only=True)
 class ContextHeader(CStruct):
     """``struct _aarch64_ctx``: the head of every signal-frame record."""
@@ -263,7 +264,7 @@ SIGCONTEXT_RESERVED_SIZE = 4096
 SIZEOF_RT_SIGFRAME = RT_SIGFRAME_RESERVED_OFFSET + SIGCONTEXT_RESERVED_SIZE
 
 
-# --------------------------------------------------------------- ptrace and user (§2.2, §2.4)
+# ---------------------------------- ptrace and user (docs/abi.md, "ptrace headers", "TPIDR2 block")
 @dataclass(frozen=True, kw_only=True)
 class UserFpsimdState(CStruct):
     """``struct user_fpsimd_state``: the NT_PRFPREG payload (528 bytes)."""
@@ -436,7 +437,7 @@ class ElfPrpsinfo(CStruct):
     pr_psargs: bytes
 
 
-# ------------------------------------------------------------------ size macros (§2.1-2.2)
+# -------------------------------------------------------- size macros (docs/abi.md, "Worked sizes")
 def round_up(value: int, alignment: int) -> int:
     """``round_up(value, alignment)`` for a power-of-two alignment."""
     return (value + alignment - 1) & ~(alignment - 1)
@@ -514,3 +515,9 @@ def sve_pt_size(vq: int, flags: int) -> int:
         fpcr_end = sve_pt_sve_fpsr_offset(vq) + 8
         return SVE_PT_REGS_OFFSET + round_up(fpcr_end - SVE_PT_REGS_OFFSET, SVE_VQ_BYTES)
     return SVE_PT_REGS_OFFSET + SVE_PT_FPSIMD_SIZE
+
+
+def signed_long(value: int) -> int:
+    """A syscall argument register read as a C ``int``/``long`` (two's complement)."""
+    value &= MASK64
+    return value - (1 << 64) if value >> 63 else value

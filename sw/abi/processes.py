@@ -1,0 +1,229 @@
+"""Processes and threads: program loading, fork/clone, execve, exit (docs/abi.md, "fork and
+clone" and "execve").
+"""
+
+from __future__ import annotations
+
+
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.layouts import round_up
+from zatile.sw.abi.mm import DATA_BASE, STACK_TOP, TEXT_BASE, VDSO_BASE, AddressSpace
+from zatile.sw.abi.program import Executable, Mov, Svc, Symbol, Syscall
+from zatile.sw.abi.task import CpuContext, FpState, Process, SignalHandlers, Thread, ThreadState
+
+__all__ = ["ProcessesMixin"]
+
+#: clone() flags the model implements; the rest (VFORK, *_SETTID, ...) return -EINVAL.
+_CLONE_SUPPORTED = (c.CSIGNAL | c.CLONE_VM | c.CLONE_FS | c.CLONE_FILES | c.CLONE_SIGHAND
+                    | c.CLONE_THREAD | c.CLONE_SYSVSEM | c.CLONE_SETTLS)
+
+
+class ProcessesMixin:
+    """Program images, threads and processes: spawn, clone/fork, execve, exit.
+
+    A mixin of :class:`~zatile.sw.abi.kernel.Kernel`: it uses the kernel's threads, engine and
+    save areas directly.
+    """
+
+    def install(self, path: str, executable: Executable) -> None:
+        """Put an executable in the (in-memory) file system."""
+        self.filesystem[path] = executable
+
+    def spawn(self, path: str) -> Process:
+        """Start ``path`` as a new process, as if forked from an idle init and exec'd.
+
+        Raises
+        ------
+        FileNotFoundError
+            If nothing is installed at ``path``.
+        """
+        if path not in self.filesystem:
+            raise FileNotFoundError(path)
+        thread = self._new_thread(None, CpuContext(), FpState(sme_vl=self.sme_default_vl))
+        self._exec(thread, path)
+        return thread.process
+
+    def _new_thread(self, process: Process | None, cpu: CpuContext, fp: FpState) -> Thread:
+        tid = self._next_id
+        self._next_id += 1
+        if process is None:
+            process = Process(pid=tid, parent_pid=0, mm=AddressSpace(), handlers=SignalHandlers(),
+                              name="")
+            self.processes[tid] = process
+        thread = Thread(tid=tid, process=process, cpu=cpu, fp=fp)
+        process.threads.append(thread)
+        self.threads[tid] = thread
+        return thread
+
+    def _load(self, executable: Executable) -> AddressSpace:
+        mm = AddressSpace()
+        mm.symbols["__kernel_rt_sigreturn"] = VDSO_BASE
+        mm.symbols["data"] = DATA_BASE
+        address = TEXT_BASE
+        for name, steps in executable.steps.items():
+            mm.symbols[name] = address
+            # A gap after each function: running off its end faults on the fetch.
+            address += round_up(4 * len(steps) + 4, 0x1000)
+        for name, steps in executable.steps.items():
+            for index, step in enumerate(steps):
+                mm.text[mm.symbols[name] + 4 * index] = self._resolve(step, mm.symbols)
+        mm.text[VDSO_BASE] = Mov(8, c.NR_RT_SIGRETURN)
+        mm.text[VDSO_BASE + 4] = Svc()
+        if executable.data_size:
+            mm.memory.map(DATA_BASE, executable.data + bytes(executable.data_size
+                                                             - len(executable.data)))
+        mm.memory.map(STACK_TOP - self.stack_size, bytes(self.stack_size))
+        return mm
+
+    @staticmethod
+    def _resolve(step, symbols: dict[str, int]):
+        def value(operand):
+            if isinstance(operand, Symbol):
+                if operand.name not in symbols:
+                    raise ValueError(f"undefined symbol {operand.name!r}")
+                return symbols[operand.name] + operand.offset
+            return operand
+        if isinstance(step, Mov):
+            return Mov(step.register, value(step.value))
+        if isinstance(step, Syscall):
+            return Syscall(step.number, tuple(value(arg) for arg in step.args))
+        return step
+
+    def _kill_process(self, process: Process, signo: int, dumper: Thread | None,
+                      info: bytes | None = None) -> None:
+        """A fatal signal: dump core if ``dumper`` is given, then every thread exits."""
+        if not process.alive:
+            return
+        if dumper is not None:
+            process.core_dump = self.core_dump(process, dumper, signo, info or bytes(128))
+        for thread in process.threads:
+            self._exit_thread(thread)
+        process.exit_signal = signo
+
+    def _exit_thread(self, thread: Thread) -> None:
+        if thread.state is ThreadState.EXITED:
+            return
+        if self._holder is thread:
+            self._holder = None
+            if self._live:
+                self._live = False
+                self.engine.sme_enabled = False
+        self.ops.free_buffers(thread.fp)
+        thread.state = ThreadState.EXITED
+        thread.tracer = None
+        for tracee in self.threads.values():
+            if tracee.tracer is thread:
+                tracee.tracer = None
+
+    def exit(self, thread: Thread, status: int) -> int:
+        self._syscall_entry(thread)
+        self._exit_thread(thread)
+        if not thread.process.alive:
+            thread.process.exit_code = status & 0xFF
+        return 0
+
+    def exit_group(self, thread: Thread, status: int) -> int:
+        self._syscall_entry(thread)
+        for member in thread.process.threads:
+            self._exit_thread(member)
+        thread.process.exit_code = status & 0xFF
+        return 0
+
+    def fork(self, thread: Thread) -> int:
+        """``fork()`` = ``clone(SIGCHLD)`` on arm64."""
+        return self.clone(thread, c.SIGCHLD, 0, 0, 0, 0)
+
+    def clone(self, thread: Thread, flags: int, newsp: int = 0, parent_tid: int = 0,
+              tls: int = 0, child_tid: int = 0) -> int:
+        """``clone`` with the ≥ 6.16 SME rules (docs/abi.md, "fork and clone"): the child never
+        starts in streaming mode; without CLONE_VM it inherits TPIDR2 and (if on) ZA, with
+        CLONE_VM both are 0."""
+        self._syscall_entry(thread)
+        if flags & ~_CLONE_SUPPORTED:
+            return -c.EINVAL
+        if (flags & c.CLONE_SIGHAND and not flags & c.CLONE_VM) or \
+                (flags & c.CLONE_THREAD and not flags & c.CLONE_SIGHAND):
+            return -c.EINVAL
+        parent = thread.fp
+        self._flush(thread)
+        self.ops.sync_from_effective_state(parent)
+        child_fp = FpState(sme_vl=parent.sme_vl, vregs=bytearray(parent.vregs),
+                           fpsr=parent.fpsr, fpcr=parent.fpcr, svcr=parent.svcr,
+                           sme_vl_onexec=parent.sme_vl_onexec,
+                           sme_vl_inherit=parent.sme_vl_inherit)
+        self.ops.task_smstop_sm(child_fp)
+        child_fp.svcr &= ~c.SVCR_ZA_MASK
+        cpu = thread.cpu
+        child_cpu = CpuContext(x=list(cpu.x), sp=newsp or cpu.sp, pc=cpu.pc, pstate=cpu.pstate,
+                               tpidr=tls if flags & c.CLONE_SETTLS else cpu.tpidr)
+        child_cpu.x[0] = 0
+        if not flags & c.CLONE_VM:
+            child_cpu.tpidr2 = cpu.tpidr2
+            if parent.svcr & c.SVCR_ZA_MASK:
+                child_fp.sve_state = self.heap.alloc(self.ops.sve_state_size(parent))
+                child_fp.sme_state = self.heap.alloc(self.ops.sme_state_size(parent))
+                if child_fp.sve_state is None or child_fp.sme_state is None:
+                    self.ops.free_buffers(child_fp)
+                    return -c.ENOMEM
+                self.ops.write_kernel(child_fp.sme_state, self.ops.read_kernel(
+                    parent.sme_state, self.ops.sme_state_size(parent)))
+                child_fp.tif_sme = True
+                child_fp.svcr |= c.SVCR_ZA_MASK
+        if flags & c.CLONE_THREAD:
+            child = self._new_thread(thread.process, child_cpu, child_fp)
+        else:
+            child = self._new_thread(None, child_cpu, child_fp)
+            process = child.process
+            process.parent_pid = thread.process.pid
+            process.name = thread.process.name
+            process.auxv = thread.process.auxv
+            process.mm = thread.process.mm if flags & c.CLONE_VM else thread.process.mm.duplicate()
+            process.handlers = (thread.process.handlers if flags & c.CLONE_SIGHAND
+                                else SignalHandlers(dict(thread.process.handlers.actions)))
+        child.blocked = thread.blocked
+        return child.tid
+
+    def execve(self, thread: Thread, pathname: int, argv: int = 0, envp: int = 0) -> int:
+        """``execve``: the path is a NUL-terminated string in the caller's memory."""
+        self._syscall_entry(thread)
+        path = bytearray()
+        while True:
+            byte = self._read_user(thread, pathname + len(path), 1)
+            if byte is None:
+                return -c.EFAULT
+            if byte == b"\0":
+                break
+            path.extend(byte)
+            if len(path) >= 4096:
+                return -c.ENAMETOOLONG
+        name = path.decode("utf-8", "replace")
+        if name not in self.filesystem:
+            return -c.ENOENT
+        self._exec(thread, name)
+        return 0
+
+    def _exec(self, thread: Thread, path: str) -> None:
+        """The point of no return of ``execve``: new image, SME state reset (docs/abi.md, "execve")."""
+        process = thread.process
+        for member in process.threads:
+            if member is not thread:
+                self._exit_thread(member)
+        process.threads[:] = [thread]
+        process.mm = self._load(self.filesystem[path])
+        if self.current is thread:
+            self.bus.user_memory = process.mm.memory
+        process.handlers = SignalHandlers({signo: action for signo, action
+                                           in process.handlers.actions.items()
+                                           if action.handler == c.SIG_IGN})
+        process.name = path.rsplit("/", 1)[-1]
+        process.auxv = self._auxv()
+        fp = thread.fp
+        self._flush(thread)
+        self.ops.free_buffers(fp)
+        vl = fp.sme_vl_onexec or self.sme_default_vl
+        thread.fp = FpState(sme_vl=self.lengths.find_supported(vl),
+                            sme_vl_inherit=fp.sme_vl_inherit,
+                            sme_vl_onexec=fp.sme_vl_onexec if fp.sme_vl_inherit else 0)
+        thread.cpu = CpuContext(sp=STACK_TOP, pc=process.mm.symbols["main"])
+        thread.fault_address = thread.fault_code = 0
+
