@@ -16,7 +16,8 @@ SEARCHED = ("hw", "sim", "tb", "sw", "tests", "scripts", "docs", "README.md", "M
 SUFFIXES = {".py", ".md", ".s", ".c", ".toml", ""}
 
 CITATION = re.compile(r'docs/([\w-]+\.md),?\s+"([^"]+)"')
-EXTERNAL = re.compile(r"sme-(?:isa|abi|software)\.md")
+#: The reference notes outside the repository, by name or by their bare section numbers.
+EXTERNAL = re.compile(r"sme-(?:isa|abi|software)\.md|§\s?\d[\d.]*")
 HEADING = re.compile(r"^#+\s+(.*?)\s*$", re.M)
 
 
@@ -116,5 +117,6 @@ def test_a_wrapped_citation_of_an_existing_section_is_accepted(tmp_path):
 
 def test_an_external_citation_is_reported_with_its_line(tmp_path):
     note = "sme-" + "isa.md"
-    root = _planted_tree(tmp_path, f"x = 1\n# as in {note} §1.3\n")
-    assert external_citations(root) == [f"sim/planted.py:2: {note}"]
+    root = _planted_tree(tmp_path, f"x = 1\n# as in {note} §1.3\n# and (§10.2)\n")
+    assert external_citations(root) == [f"sim/planted.py:2: {note}", "sim/planted.py:2: §1.3",
+                                        "sim/planted.py:3: §10.2"]
