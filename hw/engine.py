@@ -29,10 +29,7 @@ Status outputs
     Read-only backdoor: ``debug_data`` shows the ZA row, Z, P or FFR register that
     ``debug_addr`` selected one cycle earlier (meaningful while idle).
 ``perf``
-    64-bit counters since reset: ``cycles``, ``busy_cycles`` (cycles not ``idle``),
-    ``retired`` (instructions that completed OK) split into ``retired_mopa`` (outer products,
-    ADDHA/ADDVA), ``retired_ldst`` (memory instructions) and ``retired_other``; ``traps``
-    (UNDEF, SME trap or fault); ``macs`` (multiply-accumulates of active element pairs).
+    64-bit event counters since reset (:mod:`zatile.hw.perf_counters`).
 
 Execution
 ---------
@@ -42,10 +39,11 @@ decided there from the decoder and PSTATE and changes nothing. Single-cycle inst
 memory instructions hold the dispatch stage until the load/store unit finishes; outer products
 and ADDHA/ADDVA are handed to their array and complete (result OK) in the cycle the array
 accepts them, one per cycle. The arrays capture Z and P operands at acceptance, so later
-instructions may overwrite them at once. ZA hazards are resolved by interlock on the ZA row
-groups (row mod 8) the arrays have in flight: an instruction that reads or writes ZA rows an
-outer product will still write waits for it, an outer product waits for the other array's
-overlapping operations, and SVCR writes wait for both arrays to drain.
+instructions may overwrite them at once. ZA hazards are resolved by the interlock
+(:mod:`zatile.hw.za_interlock`) on the ZA row groups (row mod 8) the arrays have in flight: an
+instruction that reads or writes ZA rows an outer product will still write waits for it, an outer
+product waits for the other array's overlapping operations, and SVCR writes wait for both
+arrays to drain.
 """
 
 from __future__ import annotations
@@ -55,7 +53,6 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
-from zatile.sw.arch import isa
 from zatile.sw.arch.isa import Trait
 
 from zatile.hw._common import CheckedComponent, check_config, max_bytes
@@ -64,13 +61,15 @@ from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_F
 from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
 from zatile.hw.library import ModuleLibrary
 from zatile.hw.lsu import MEMORY_OPS, LoadStoreUnit, MemRequestLayout, MemResponseLayout
+from zatile.hw.perf_counters import PerfCounters, PerfLayout
 from zatile.hw.regfile import RegisterFile
 from zatile.hw.state_control import StateControl, Status
 from zatile.hw.sve_unit import StreamingSveUnit
-from zatile.hw.za_storage import ELEMENT_SIZES, ZaStorage, tile_row_groups
+from zatile.hw.za_interlock import ZaInterlock
+from zatile.hw.za_storage import ELEMENT_SIZES, ZaStorage
 
-__all__ = ["IssueLayout", "ResultLayout", "DebugAddressLayout", "DebugSpace", "PerfLayout",
-           "PERF_COUNTERS", "FP_OPS", "ZaTileEngine"]
+__all__ = ["IssueLayout", "ResultLayout", "DebugAddressLayout", "DebugSpace", "FP_OPS",
+           "ZaTileEngine"]
 
 #: The issue payload.
 IssueLayout = data.StructLayout({"word": 32, "src0": 64, "src1": 64, "src2": 64})
@@ -90,11 +89,6 @@ class DebugSpace:
     FFR = 3
 
 
-#: Performance counters, in ``perf`` order.
-PERF_COUNTERS = ("cycles", "busy_cycles", "retired", "retired_mopa", "retired_ldst",
-                 "retired_other", "traps", "macs")
-PerfLayout = data.StructLayout({name: 64 for name in PERF_COUNTERS})
-
 #: Outer products of the floating-point array, with its operation kind.
 FP_OPS = {Op.FMOPA_FP32: FpOuterProductKind.FMOPA_S, Op.FMOPA_FP64: FpOuterProductKind.FMOPA_D,
           Op.FMOPA_FP16_WIDENING: FpOuterProductKind.FMOPA_H_S,
@@ -103,21 +97,10 @@ FP_OPS = {Op.FMOPA_FP32: FpOuterProductKind.FMOPA_S, Op.FMOPA_FP64: FpOuterProdu
 _INT_OPS = tuple(op for op in ops_of(Trait.OUTER_PRODUCT) if op not in FP_OPS)
 _SLICE_OPS = ops_of(Trait.ZA_SLICE)
 _SVCR_WRITERS = ops_of(Trait.SVCR_WRITE)
-#: (tile element bytes, source elements per tile element) of each outer product, by (op, .D).
-_MAC_SHAPES = {(Op[form.op.upper()], form.params["esize"] == 8):
-               (form.params["esize"], form.params["ways"])
-               for form in isa.FORMS if "ways" in form.params}
 
 
 def _one_of(value, members) -> object:
     return Cat(value == member for member in members).any()
-
-
-def _popcount(bits) -> object:
-    total = Const(0, 1)
-    for bit in bits:
-        total = total + bit
-    return total
 
 
 class ZaTileEngine(CheckedComponent):
@@ -280,27 +263,24 @@ class ZaTileEngine(CheckedComponent):
                     m.d.comb += active_bytes.eq(
                         Cat(governing[b & ~((1 << log2) - 1)] for b in range(maxb)))
 
-        # ZA row groups (row mod 8) the instruction reads or writes, for hazards.
-        za_groups = Signal(8)
-        horizontal_row = Cat(fields.tile[:4], Const(0, 4)) \
-            + (slice_index << esize_log2)
-        with m.If(op == Op.ZERO_ZA):
-            m.d.comb += za_groups.eq(fields.mask)
-        with m.Elif(is_slice & ~flags.vertical):
-            m.d.comb += za_groups.eq(Const(1, 8) << horizontal_row[:3])
-        with m.Elif(is_slice):
-            with m.Switch(esize_log2):
-                for log2, groups in ((0, 0xFF), (1, 0x55), (2, 0x11), (3, 0x01), (4, 0x01)):
-                    with m.Case(log2):
-                        tile_bits = min(log2, 3)
-                        m.d.comb += za_groups.eq(Const(groups, 8) << fields.tile[:tile_bits]
-                                                 if tile_bits else groups)
-
-        int_busy = int_array.busy
-        fp_busy = fp_array.busy if fp_array is not None else Const(0, 8)
-        za_busy = int_busy | fp_busy
+        # ZA hazards, by row group (row mod 8).
+        m.submodules.interlock = interlock = ZaInterlock()
         double = esize_log2 == 3
-        tile_groups = tile_row_groups(double, fields.zada)
+        m.d.comb += [
+            interlock.access.zero.eq(op == Op.ZERO_ZA),
+            interlock.access.mask.eq(fields.mask),
+            interlock.access.slice.eq(is_slice),
+            interlock.access.vertical.eq(flags.vertical),
+            interlock.access.tile.eq(fields.tile),
+            interlock.access.index.eq(slice_index),
+            interlock.access.esize_log2.eq(esize_log2),
+            interlock.outer.double.eq(double),
+            interlock.outer.tile.eq(fields.zada),
+            interlock.int_busy.eq(int_array.busy),
+            interlock.fp_busy.eq(fp_array.busy if fp_array is not None else 0),
+        ]
+        za_hazard, int_hazard, fp_hazard = \
+            interlock.slice_hazard, interlock.int_hazard, interlock.fp_hazard
 
         # ---- results
         r_valid = Signal()
@@ -309,9 +289,6 @@ class ZaTileEngine(CheckedComponent):
 
         # ---- when the instruction can complete
         lsu_idle = ~lsu.busy & ~lsu.done
-        za_hazard = (za_groups & za_busy).any()
-        int_hazard = (tile_groups & fp_busy).any()
-        fp_hazard = (tile_groups & int_busy).any()
         fp_ready = fp_array.op.ready if fp_array is not None else Const(0)
         can_complete = Signal()
         with m.If(~legal):
@@ -323,7 +300,7 @@ class ZaTileEngine(CheckedComponent):
         with m.Elif(is_memory):
             m.d.comb += can_complete.eq(lsu.done)
         with m.Elif(is_svcr_write):
-            m.d.comb += can_complete.eq(~za_busy.any())
+            m.d.comb += can_complete.eq(~interlock.busy)
         with m.Else():
             m.d.comb += can_complete.eq(~za_hazard)
         m.d.comb += d_done.eq(d_valid & result_free & can_complete)
@@ -476,7 +453,7 @@ class ZaTileEngine(CheckedComponent):
             m.d.sync += r_valid.eq(0)
 
         # ---- idle, debug, performance counters
-        m.d.comb += self.idle.eq(~d_valid & ~za_busy.any())
+        m.d.comb += self.idle.eq(~d_valid & ~interlock.busy)
         debug = self.debug_addr
         m.d.comb += [za.debug.addr.eq(debug.index), registers.z_debug.addr.eq(debug.index),
                      registers.p_debug.addr.eq(debug.index)]
@@ -490,35 +467,17 @@ class ZaTileEngine(CheckedComponent):
             with m.Case(DebugSpace.FFR):
                 m.d.sync += self.debug_data.eq(registers.ffr)
 
-        perf = self.perf
-        retired = execute & ~faulted
-        m.d.sync += [
-            perf.cycles.eq(perf.cycles + 1),
-            perf.busy_cycles.eq(perf.busy_cycles + ~self.idle),
-            perf.retired.eq(perf.retired + retired),
-            perf.retired_mopa.eq(perf.retired_mopa + (retired & (is_int | is_fp))),
-            perf.retired_ldst.eq(perf.retired_ldst + (retired & is_memory)),
-            perf.retired_other.eq(perf.retired_other + (retired & ~is_int & ~is_fp & ~is_memory)),
-            perf.traps.eq(perf.traps + (d_done & ~retired)),
-            perf.macs.eq(perf.macs + Mux(retired, self._mac_count(m, op, double, governing,
-                                                                  column_predicate), 0)),
+        m.submodules.perf = perf = PerfCounters(config)
+        m.d.comb += [
+            perf.event.idle.eq(self.idle),
+            perf.event.completed.eq(d_done),
+            perf.event.retired.eq(execute & ~faulted),
+            perf.event.outer_product.eq(is_int | is_fp),
+            perf.event.memory.eq(is_memory),
+            perf.event.double.eq(double),
+            perf.op.eq(op),
+            perf.row_predicate.eq(governing),
+            perf.column_predicate.eq(column_predicate),
+            self.perf.eq(perf.counters),
         ]
         return m
-
-    def _mac_count(self, m, op, double, row_predicate, column_predicate):
-        """Multiply-accumulates of an outer product: Σ_k active rows_k × active columns_k."""
-        maxb = max_bytes(self._config)
-        count = Signal(range((maxb * maxb) // 4 + 1))
-        with m.Switch(Cat(double, op)):
-            for (mac_op, is_double), (granule, ways) in _MAC_SHAPES.items():
-                with m.Case(int(is_double) | mac_op.value << 1):
-                    step = granule // ways
-                    total = 0
-                    for k in range(ways):
-                        rows = _popcount(row_predicate[granule * e + k * step]
-                                         for e in range(maxb // granule))
-                        columns = _popcount(column_predicate[granule * e + k * step]
-                                            for e in range(maxb // granule))
-                        total = total + rows * columns
-                    m.d.comb += count.eq(total)
-        return count

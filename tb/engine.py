@@ -32,7 +32,7 @@ from cocotb.clock import Clock
 from cocotb.task import resume
 from cocotb.triggers import ClockCycles, Event, FallingEdge, SimTimeoutError, with_timeout
 
-from zatile.hw.engine import PerfLayout
+from zatile.hw.perf_counters import PerfLayout
 from zatile.sim.state import ArchState, Memory
 from zatile.sw.arch.asm import disassemble
 from zatile.sw.arch.config import EngineConfig
