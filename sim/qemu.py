@@ -48,6 +48,7 @@ import numpy as np
 from zatile.sim.binutils import ARCH_FLAGS
 from zatile.sim.state import ArchState, Memory
 from zatile.sim.tools import find_tool
+from zatile.sw.arch.asm import statements
 from zatile.sw.arch.constants import SVCR_SM, SVCR_ZA
 
 __all__ = [
@@ -63,8 +64,6 @@ __all__ = [
 #: Signals the harness catches, by number, with the names :class:`QemuResult` reports.
 SIGNAL_NAMES: dict[int, str] = {4: "SIGILL", 7: "SIGBUS", 11: "SIGSEGV"}
 
-# The same comment syntax as sw.asm.parse_program, so that instruction indices agree with it.
-_COMMENT = re.compile(r"(//|;|@).*$")
 _LABEL_OR_DIRECTIVE = re.compile(r"^(\.|[A-Za-z_.$][\w.$]*\s*:)")
 _ASSEMBLER_MESSAGE = re.compile(r"^[^:\n]*:(\d+): (Error|Warning): (.*)$", re.MULTILINE)
 
@@ -189,12 +188,13 @@ def _pack_state(state: ArchState) -> bytes:
 
 
 def _body_lines(program: str) -> list[tuple[int, str]]:
-    """(1-based line number, instruction text) for every instruction line of ``program``."""
+    """(1-based line number, instruction text) for every statement of ``program``.
+
+    The statements are those of :func:`~zatile.sw.arch.asm.statements`, so that instruction
+    indices agree with the other backends; each goes on its own line of the harness.
+    """
     lines = []
-    for number, line in enumerate(program.splitlines(), start=1):
-        text = _COMMENT.sub("", line).strip()
-        if not text:
-            continue
+    for number, text in statements(program):
         if _LABEL_OR_DIRECTIVE.match(text):
             raise ProgramError(number, text, "labels and directives are not allowed in a "
                                "straight-line program")

@@ -7,10 +7,11 @@
 """
 
 import random
+import subprocess
 
 import pytest
 
-from zatile.sw.arch.asm import AsmError, assemble_line, disassemble
+from zatile.sw.arch.asm import AsmError, assemble_line, disassemble, parse_program
 from zatile.sim.binutils import gnu_assemble, gnu_disassemble
 from zatile.sw.arch.isa import FORMS, decode
 from tests.conftest import need_tool
@@ -96,3 +97,33 @@ def test_random_words_agree_with_binutils_on_validity(tools):
         problems.append((f"{word:08x}", "unsupported", theirs, f"we assemble it to {claimed:08x}"))
     assert not problems, problems[:10]
     assert all(quirks_seen.values()), quirks_seen
+
+
+STATEMENTS = ("smstart ; zero {za}\n"
+              "// a comment line\n"
+              "  # a line comment\n"
+              "rdsvl x0, #1 // a trailing comment\n"
+              " ; ;\n"
+              "smstop za;smstop\n")
+
+
+def test_statements_and_comments_follow_gnu_as():
+    need_tool("as")
+    program = parse_program(STATEMENTS)
+    assert [instruction.word for instruction in program] == gnu_assemble([STATEMENTS])
+    assert [(instruction.line, instruction.text) for instruction in program] == [
+        (1, "smstart"), (1, "zero {za}"), (4, "rdsvl x0, #1"), (6, "smstop za"), (6, "smstop")]
+
+
+@pytest.mark.parametrize("line", ["smstart # not a comment here", "smstart @ not a comment"])
+def test_what_gnu_as_rejects_is_an_error_naming_the_line(line):
+    need_tool("as")
+    with pytest.raises(subprocess.CalledProcessError):
+        gnu_assemble(["smstop", line])
+    with pytest.raises(AsmError, match="^line 2: "):
+        parse_program(f"smstop\n{line}\n")
+
+
+def test_assemble_line_takes_one_instruction():
+    with pytest.raises(AsmError, match="one instruction expected"):
+        assemble_line("smstart ; zero {za}")

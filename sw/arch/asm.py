@@ -18,13 +18,18 @@ __all__ = [
     "AsmError",
     "Instruction",
     "assemble_line",
+    "statements",
     "assemble",
     "parse_program",
     "disassemble",
     "objdump_lines",
 ]
 
-_COMMENT = re.compile(r"(//|;|@).*$")
+#: GNU as for AArch64: ``//`` starts a comment anywhere, ``#`` only as a line's first non-blank
+#: character, and ``;`` separates statements on one line (``@`` is not a comment).
+_COMMENT = re.compile(r"//.*$")
+_SEPARATOR = ";"
+_LINE_COMMENT = "#"
 
 
 def _forms_by_mnemonic() -> dict[str, list[Form]]:
@@ -62,6 +67,8 @@ def assemble_line(text: str) -> int:
     source = _COMMENT.sub("", text).strip().lower()
     if not source:
         raise AsmError("empty line")
+    if _SEPARATOR in source:
+        raise AsmError(f"one instruction expected, not several separated by '{_SEPARATOR}'")
     for pattern, form in _ALT_SPELLINGS:
         if pattern.match(source):
             return form.value
@@ -92,19 +99,31 @@ def assemble_line(text: str) -> int:
     raise AsmError(f"invalid operands for '{mnemonic}'{detail}")
 
 
+def statements(source: str) -> list[tuple[int, str]]:
+    """(1-based line number, text) of every statement of ``source``, as GNU as splits them.
+
+    Comments and blank statements are dropped; everything else is kept for the caller to
+    assemble or reject, so nothing is skipped silently.
+    """
+    found = []
+    for number, line in enumerate(source.splitlines(), start=1):
+        line = _COMMENT.sub("", line)
+        if line.lstrip().startswith(_LINE_COMMENT):
+            continue
+        found.extend((number, text.strip()) for text in line.split(_SEPARATOR) if text.strip())
+    return found
+
+
 def parse_program(source: str) -> list[Instruction]:
-    """Assemble a straight-line program (one instruction per line; blank lines and comments).
+    """Assemble a straight-line program: one instruction per statement (:func:`statements`).
 
     Raises
     ------
     AsmError
-        Naming the 1-based line number of the first bad line.
+        Naming the 1-based line number of the first bad statement.
     """
     program = []
-    for number, line in enumerate(source.splitlines(), start=1):
-        text = _COMMENT.sub("", line).strip()
-        if not text:
-            continue
+    for number, text in statements(source):
         try:
             program.append(Instruction(number, text, assemble_line(text)))
         except AsmError as problem:
