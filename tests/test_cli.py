@@ -1,5 +1,8 @@
 """The zatile command line: a thin layer with one-line errors."""
 
+import subprocess
+import sys
+
 from zatile.sim.state import ArchState
 from zatile.sw.cli import main
 
@@ -49,3 +52,57 @@ def test_compare_names_the_first_difference(qemu, tmp_path, capsys):
     assert main(["compare", str(source), "--svl", "128", "--state-in",
                  str(tmp_path / "s.npz")]) == 0
     assert "agree" in capsys.readouterr().out
+
+
+def _mistakes(tmp_path):
+    """Each user mistake, as the arguments that make it."""
+    program = tmp_path / "p.s"
+    program.write_text("smstart\n")
+    binary = tmp_path / "p.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    return {
+        "missing source": ["asm", str(tmp_path / "missing.s")],
+        "binary given as assembly": ["run", str(binary), "--svl", "128"],
+        "output into a missing folder": ["asm", str(program), "-o", str(tmp_path / "no" / "p.bin")],
+        "output onto a folder": ["asm", str(program), "-o", str(tmp_path)],
+        "state-out into a missing folder": ["run", str(program), "--svl", "128", "--state-out",
+                                            str(tmp_path / "no" / "s.npz")],
+        "negative program count": ["campaign", "--programs", "-1"],
+        "zero length": ["campaign", "--length", "0"],
+        "non-number seed": ["campaign", "--seed", "x"],
+        "SVL not a power of two": ["run", str(program), "--svl", "384"],
+        "unknown backend": ["compare", str(program), "--svl", "128", "--backends", "model,gpu"],
+    }
+
+
+def test_every_user_mistake_gives_one_error_line_and_status_2(tmp_path, capsys):
+    for name, argv in _mistakes(tmp_path).items():
+        try:
+            status = main(argv)
+        except SystemExit as exit_:          # argparse's own errors exit from inside main
+            status = exit_.code
+        err = capsys.readouterr().err
+        assert status == 2, name
+        assert err.startswith("zatile: error: ") and err.count("\n") == 1, (name, err)
+
+
+def test_no_command_prints_the_commands_and_version_prints_the_version(capsys):
+    assert main([]) == 2
+    assert "asm" in capsys.readouterr().err
+    try:
+        main(["--version"])
+    except SystemExit as exit_:
+        assert exit_.code == 0
+    assert capsys.readouterr().out.startswith("zatile ")
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    binary = tmp_path / "big.bin"
+    binary.write_bytes(bytes(4) * 200_000)
+    process = subprocess.Popen([sys.executable, "-m", "zatile", "disasm", str(binary)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) != 0
+    assert "Traceback" not in stderr and "Exception" not in stderr, stderr

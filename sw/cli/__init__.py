@@ -7,7 +7,9 @@ list it there.
 
 from __future__ import annotations
 
+import os
 import sys
+from importlib.metadata import version
 
 from zatile.sw.cli import campaign, hardware, programs
 from zatile.sw.cli.common import CliError, Parser
@@ -19,8 +21,10 @@ COMMAND_MODULES = (programs, campaign, hardware)
 
 
 def _parser() -> Parser:
-    parser = Parser(prog="zatile", description="zatile: the SME matrix tile engine, its model, 'oracles and tools.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="zatile",
+                    description="zatile: the SME matrix tile engine, its model, oracles and tools.")
+    parser.add_argument("--version", action="version", version=f"zatile {version('zatile')}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(commands)
     return parser
@@ -28,9 +32,18 @@ def _parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``zatile`` console script and of ``python -m zatile``."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
     try:
         return args.run(args)
     except CliError as error:
         print(f"zatile: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`zatile disasm big.bin | head`): stop quietly, as Unix tools do;
+        # stdout is pointed at /dev/null so that flushing it at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

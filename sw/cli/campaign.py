@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from zatile.sw.cli.common import backend_list, svl_list
+from zatile.sw.cli.common import backend_list, count, positive_count, svl_list
 
 __all__ = ["register"]
 
@@ -20,9 +20,10 @@ def _cmd_campaign(args) -> int:
 def register(commands) -> None:
     """Add the subcommand to ``commands`` (an argparse subparsers object)."""
     campaign = commands.add_parser("campaign", help="random differential campaign")
-    campaign.add_argument("--programs", type=int, default=100, help="programs per SVL")
+    campaign.add_argument("--programs", type=count, default=100, help="programs per SVL")
     campaign.add_argument("--svl", type=svl_list, default=[128, 256, 512])
-    campaign.add_argument("--length", type=int, default=40)
-    campaign.add_argument("--seed", type=int, default=1)
+    campaign.add_argument("--length", type=positive_count, default=40,
+                          help="instructions per program")
+    campaign.add_argument("--seed", type=count, default=1)
     campaign.add_argument("--backends", type=backend_list, default=["model", "qemu"])
     campaign.set_defaults(run=_cmd_campaign)

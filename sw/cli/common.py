@@ -8,8 +8,8 @@ from pathlib import Path
 from zatile.sim.state import ArchState, SnapshotError
 from zatile.sw.arch.config import SVL_CHOICES
 
-__all__ = ["CliError", "Parser", "read_text", "svl", "svl_list", "backend_list",
-           "initial_state"]
+__all__ = ["CliError", "Parser", "read_text", "write_bytes", "svl", "svl_list", "backend_list",
+           "count", "positive_count", "initial_state"]
 
 
 class CliError(Exception):
@@ -24,10 +24,40 @@ class Parser(argparse.ArgumentParser):
 
 
 def read_text(path: str) -> str:
+    """The text of ``path``; a missing, unreadable or binary file is a :class:`CliError`."""
     try:
         return Path(path).read_text()
     except OSError as error:
         raise CliError(f"cannot read '{path}': {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise CliError(f"'{path}' is not a text file (assembly source expected)") from None
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path``; a missing folder or a directory in the way is a :class:`CliError`."""
+    try:
+        Path(path).write_bytes(data)
+    except OSError as error:
+        raise CliError(f"cannot write '{path}': {error.strerror}") from None
+
+
+def count(text: str) -> int:
+    """A non-negative integer argument."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {value}")
+    return value
+
+
+def positive_count(text: str) -> int:
+    """A positive integer argument."""
+    value = count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1, not 0")
+    return value
 
 
 def svl(text: str) -> int:

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from zatile.sw.arch.asm import AsmError, assemble, objdump_lines
-from zatile.sw.cli.common import CliError, backend_list, initial_state, read_text, svl
+from zatile.sw.cli.common import (
+    CliError, backend_list, initial_state, read_text, svl, write_bytes,
+)
 
 __all__ = ["register", "show_tile"]
 
@@ -20,7 +22,7 @@ def _cmd_asm(args) -> int:
     except AsmError as error:
         raise CliError(f"{args.source}: {error}") from None
     output = Path(args.output or Path(args.source).with_suffix(".bin"))
-    output.write_bytes(b"".join(word.to_bytes(4, "little") for word in words))
+    write_bytes(output, b"".join(word.to_bytes(4, "little") for word in words))
     print(f"{len(words)} instructions -> {output}")
     return 0
 
@@ -83,7 +85,10 @@ def _cmd_run(args) -> int:
     for spec in args.show or ():
         print(show_tile(final, spec))
     if args.state_out:
-        final.save(args.state_out)
+        try:
+            final.save(args.state_out)
+        except OSError as error:
+            raise CliError(f"cannot write '{args.state_out}': {error.strerror}") from None
         print(f"final state -> {args.state_out}")
     return 0
 
