@@ -6,14 +6,18 @@ heading in it, and nothing cites the reference notes that are not in the reposit
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: What is searched for citations: the project's own text, not its virtualenv or build output.
-SEARCHED = ("hw", "sim", "tb", "sw", "tests", "scripts", "docs", "README.md", "Makefile",
-            "pyproject.toml")
-SUFFIXES = {".py", ".md", ".s", ".c", ".toml", ""}
+#: Folders that are not the project's own text: version control, virtualenvs, caches, build output
+#: (as in .gitignore).
+NOT_SEARCHED = re.compile(r"\.git|\.venv.*|__pycache__|\.pytest_cache|\.hypothesis|build|dist"
+                          r"|sim_build.*|\.zatile-cache|.*\.egg-info")
+#: The kinds of file searched; "" is a file without suffix (Makefile, .ci/run).
+SUFFIXES = {".py", ".md", ".s", ".S", ".c", ".h", ".toml", ".sh", ".txt", ".cfg", ".ini", ".yml",
+            ".yaml", ""}
 
 CITATION = re.compile(r'docs/([\w-]+\.md),?\s+"([^"]+)"')
 #: The reference notes outside the repository, by name or by their bare section numbers.
@@ -22,16 +26,13 @@ HEADING = re.compile(r"^#+\s+(.*?)\s*$", re.M)
 
 
 def _project_files(root: Path) -> list[Path]:
-    """The searched files below ``root``, except this test's own planted examples."""
+    """Every file of the project below ``root``, except this test's own planted examples."""
     files = []
-    for name in SEARCHED:
-        path = root / name
-        if path.is_file():
-            files.append(path)
-        elif path.is_dir():
-            files.extend(p for p in sorted(path.rglob("*"))
-                         if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts)
-    return [path for path in files if path.resolve() != Path(__file__).resolve()]
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(name for name in subfolders if not NOT_SEARCHED.fullmatch(name))
+        files.extend(Path(folder) / name for name in sorted(names)
+                     if Path(name).suffix in SUFFIXES)
+    return sorted(path for path in files if path.resolve() != Path(__file__).resolve())
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -70,12 +71,39 @@ def broken_citations(root: Path) -> list[str]:
     return broken
 
 
+def duplicate_headings(root: Path) -> list[str]:
+    """``docs/x.md:line: heading`` for every heading that repeats an earlier one of its file.
+
+    A citation names a section by its heading, so a repeated heading would make it ambiguous.
+    """
+    duplicates = []
+    for doc in sorted((root / "docs").glob("*.md")):
+        text = doc.read_text()
+        seen = set()
+        for match in HEADING.finditer(text):
+            if match.group(1) in seen:
+                duplicates.append(f"docs/{doc.name}:{_line_of(text, match.start())}: "
+                                  f"{match.group(1)}")
+            seen.add(match.group(1))
+    return duplicates
+
+
 def test_no_citation_of_notes_outside_the_repository():
     assert external_citations(ROOT) == []
 
 
 def test_every_docs_citation_names_an_existing_section():
     assert broken_citations(ROOT) == []
+
+
+def test_headings_are_unique_within_each_doc():
+    assert duplicate_headings(ROOT) == []
+
+
+def test_a_repeated_heading_is_reported_with_its_line(tmp_path):
+    root = _planted_tree(tmp_path, "x = 1\n")
+    (root / "docs" / "abi.md").write_text("# ABI\n\n## prctl\n\nrules\n\n## prctl\n")
+    assert duplicate_headings(root) == ["docs/abi.md:7: prctl"]
 
 
 def test_the_docs_cover_what_the_code_cites():
@@ -113,6 +141,17 @@ def test_a_bad_section_and_a_missing_file_are_reported_with_their_line(tmp_path)
 def test_a_wrapped_citation_of_an_existing_section_is_accepted(tmp_path):
     root = _planted_tree(tmp_path, '# the rule (docs/isa.md, "Tile\n# mapping") says so\n')
     assert broken_citations(root) == []
+
+
+def test_files_outside_the_code_folders_are_searched_but_not_virtualenvs(tmp_path):
+    note = "sme-" + "abi.md"
+    root = _planted_tree(tmp_path, "x = 1\n")
+    for name in (".ci/run", "__main__.py", "tools/new_folder/check.sh", ".venv/lib/site.py",
+                 "zatile.egg-info/PKG-INFO", "sim/__pycache__/planted.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(f"# see {note}\n")
+    assert external_citations(root) == [f".ci/run:1: {note}", f"__main__.py:1: {note}",
+                                        f"tools/new_folder/check.sh:1: {note}"]
 
 
 def test_an_external_citation_is_reported_with_its_line(tmp_path):
