@@ -63,44 +63,82 @@ def run_program(backend: str, source: str, initial: ArchState,
 class Comparison:
     """Result of running one program on several backends."""
 
+    #: Each backend's own run (the model's is the architecture's, without QEMU's quirks).
     outcomes: dict[str, RunOutcome]
     #: None when every backend agrees; otherwise the first difference, named.
     difference: str | None
+    #: The model run with QEMU's modelled divergences applied, when the model is compared with
+    #: QEMU; that pair, and only that pair, is compared through it.
+    model_as_qemu: RunOutcome | None = None
 
     @property
     def agree(self) -> bool:
         return self.difference is None
+
+    @property
+    def divergences(self) -> list[str]:
+        """Ids of the known QEMU divergences the comparison recognised and allowed for."""
+        return self.model_as_qemu.divergences if self.model_as_qemu else []
+
+
+def _side(name: str, other: str, outcomes: dict[str, RunOutcome],
+          model_as_qemu: RunOutcome | None) -> RunOutcome:
+    """What backend ``name`` is compared through against backend ``other``."""
+    if name == "model" and other == "qemu":
+        return model_as_qemu
+    return outcomes[name]
+
+
+def _pair_difference(left_name: str, left: RunOutcome, right_name: str,
+                     right: RunOutcome) -> str | None:
+    """The first difference between two runs, by instruction outcome then by final state.
+
+    QEMU reports only the signal an instruction raised, so a pair with QEMU compares signals.
+    """
+    for mine, theirs in zip(left.outcomes, right.outcomes):
+        if "qemu" in (left_name, right_name):
+            same = mine.signal == theirs.signal
+        else:
+            same = (mine.status, mine.smtc, mine.fault_address) == \
+                   (theirs.status, theirs.smtc, theirs.fault_address)
+        if not same:
+            return (f"instruction {mine.index} '{mine.text}': {left_name} "
+                    f"{describe_outcome(mine)} != {right_name} {describe_outcome(theirs)}")
+    difference = first_difference(left.final, right.final,
+                                  compare_za=left.za_valid and right.za_valid)
+    return f"{left_name} != {right_name}: {difference}" if difference else None
+
+
+def _pairs(backends: list[str]) -> list[tuple[str, str]]:
+    """Every backend against the first; but when QEMU is first, the others face the model.
+
+    QEMU's quirks can be applied to the model only, so another backend checked against QEMU
+    directly would report them as mismatches.
+    """
+    reference = backends[0]
+    return [("model" if reference == "qemu" and name != "model" and "model" in backends
+             else reference, name) for name in backends[1:]]
 
 
 def compare(source: str, initial: ArchState, backends: list[str],
             config: EngineConfig | None = None) -> Comparison:
     """Run ``source`` on every backend and report the first disagreement with the first one.
 
-    When QEMU takes part, the model side applies the known, modelled QEMU divergences (and says
-    which it used); a divergence the comparison cannot model is reported as such.
+    Each pair is compared with the divergences that apply to it only: the model against QEMU
+    through the model run with QEMU's modelled quirks (:attr:`Comparison.model_as_qemu`), every
+    other pair through the backends' own runs, so a QEMU quirk never shows up as, or hides, a
+    model/RTL difference.
     """
     if len(backends) < 2:
         raise ValueError(f"compare needs at least two backends, not {backends!r}")
-    outcomes = {}
-    for backend in backends:
-        quirks = backend == "model" and "qemu" in backends
-        outcomes[backend] = run_program(backend, source, initial, config, qemu_quirks=quirks)
-    reference_name = backends[0]
-    reference = outcomes[reference_name]
-    for name in backends[1:]:
-        other = outcomes[name]
-        for mine, theirs in zip(reference.outcomes, other.outcomes):
-            if "qemu" in (reference_name, name):
-                same = mine.signal == theirs.signal
-            else:
-                same = (mine.status, mine.smtc, mine.fault_address) == \
-                       (theirs.status, theirs.smtc, theirs.fault_address)
-            if not same:
-                return Comparison(outcomes, f"instruction {mine.index} '{mine.text}': "
-                                  f"{reference_name} {describe_outcome(mine)} != {name} "
-                                  f"{describe_outcome(theirs)}")
-        difference = first_difference(reference.final, other.final,
-                                      compare_za=reference.za_valid and other.za_valid)
+    outcomes = {backend: run_program(backend, source, initial, config) for backend in backends}
+    model_as_qemu = None
+    if "model" in backends and "qemu" in backends:
+        model_as_qemu = run_program("model", source, initial, config, qemu_quirks=True)
+    for reference, name in _pairs(backends):
+        difference = _pair_difference(
+            reference, _side(reference, name, outcomes, model_as_qemu),
+            name, _side(name, reference, outcomes, model_as_qemu))
         if difference:
-            return Comparison(outcomes, f"{reference_name} != {name}: {difference}")
-    return Comparison(outcomes, None)
+            return Comparison(outcomes, difference, model_as_qemu)
+    return Comparison(outcomes, None, model_as_qemu)

@@ -61,8 +61,7 @@ def run_campaign(programs: int, svls: list[int], length: int, seed: int,
             reference = result.outcomes[backends[0]]
             report.instructions += len(reference.outcomes)
             report.trapped += len(reference.trapped)
-            for outcome in result.outcomes.values():
-                report.divergences.update(outcome.divergences)
+            report.divergences.update(result.divergences)
             if not result.agree:
                 report.mismatches.append(f"seed={seed} svl={svl} program={index}: "
                                          f"{result.difference}")

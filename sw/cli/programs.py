@@ -101,7 +101,7 @@ def _cmd_compare(args) -> int:
         result = compare(read_text(args.program), initial, args.backends)
     except AsmError as error:
         raise CliError(f"{args.program}: {error}") from None
-    used = sorted({d for o in result.outcomes.values() for d in o.divergences})
+    used = result.divergences
     note = f" (modelled QEMU divergences: {', '.join(used)})" if used else ""
     if result.agree:
         print(f"{args.program}: {', '.join(args.backends)} agree at SVL {args.svl}{note}")
