@@ -206,3 +206,29 @@ def test_cpu_option_sets_both_vector_lengths_in_bytes():
         "max,sme-default-vector-length=64,sve-default-vector-length=64"
     with pytest.raises(ValueError, match="power of two"):
         qemu_cpu_option(384)
+
+
+def test_the_harness_image_keeps_a_guard_from_every_region():
+    from zatile.sim.qemu import _IMAGE_GUARD, _image_base
+
+    region = (0x400000, 0x410000)
+    base = _image_base([region], 0x20000)
+    assert base >= region[1] + _IMAGE_GUARD
+    below = (base + 0x20000 + _IMAGE_GUARD // 2, base + 0x20000 + _IMAGE_GUARD)
+    moved = _image_base([region, below], 0x20000)
+    assert moved >= below[1] + _IMAGE_GUARD
+
+
+def test_an_access_just_past_a_region_faults_as_in_the_model(qemu):
+    """Campaign seed 4242, SVL 2048, program 23: ``ldr z9, [sp, #135, mul vl]`` reaches 0x410700,
+    past the 64 KiB data region; the harness image once sat there, so QEMU did not fault."""
+    import random
+
+    from zatile.sim.progen import generate_program
+    from zatile.sw.arch.config import EngineConfig
+    from zatile.sw.backends import compare
+
+    program = generate_program(random.Random("4242:2048:23"), 2048, 40)
+    assert "ldr z9, [sp, #135, mul vl]" in program.text
+    result = compare(program.text, program.initial, ["model", "qemu"], EngineConfig(max_svl=2048))
+    assert result.agree, result.difference
