@@ -13,7 +13,7 @@ import sys
 from importlib.metadata import version
 
 from zatile.sw.cli import campaign, hardware, programs
-from zatile.sw.cli.common import CliError, Parser
+from zatile.sw.cli.common import CliError, Parser, error_line
 
 __all__ = ["main", "COMMAND_MODULES"]
 
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except CliError as error:
-        print(f"zatile: error: {error}", file=sys.stderr)
+        sys.stderr.write(error_line(str(error)))
         return 2
     except KeyboardInterrupt:
         print("zatile: interrupted", file=sys.stderr)

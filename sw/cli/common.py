@@ -13,7 +13,7 @@ from zatile.sw.arch.asm import disassemble
 from zatile.sw.arch.config import SVL_CHOICES
 from zatile.sw.arch.isa import decode
 
-__all__ = ["CliError", "Parser", "add_command", "read_text", "read_program", "read_words",
+__all__ = ["CliError", "Parser", "error_line", "add_command", "read_text", "read_program", "read_words",
            "write_bytes", "output_path", "svl", "svl_list", "backend_list", "count",
            "positive_count", "initial_state", "print_json"]
 
@@ -22,11 +22,18 @@ class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+def error_line(message: str) -> str:
+    """``zatile: error: <message>`` and a newline; line breaks and other control characters a
+    user typed into an argument are shown escaped, so the error stays one line."""
+    escaped = "".join(char if char.isprintable() else repr(char)[1:-1] for char in str(message))
+    return f"zatile: error: {escaped}\n"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with its errors on one line (``zatile: error: ...``), exit status 2."""
 
     def error(self, message: str):
-        self.exit(2, f"zatile: error: {message}\n")
+        self.exit(2, error_line(message))
 
 
 def add_command(commands, name: str, summary: str, example: str) -> Parser:
