@@ -174,7 +174,8 @@ _WORDS = st.text(st.characters(blacklist_categories=("Cs",), blacklist_character
                  max_size=12)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(command=st.sampled_from(["asm", "disasm", "run", "compare", "campaign", "demo",
                                 "verilog"]),
        options=st.lists(st.tuples(st.sampled_from(

@@ -72,7 +72,8 @@ def test_memory_faults_are_all_or_nothing():
 @pytest.mark.parametrize("arrays, message", [
     (dict(svcr=np.array(7)), r"'svcr' = 0x7 sets reserved bits 0x4"),
     (dict(fpcr=np.array(2**40, np.uint64)), r"'fpcr' = 0x10000000000 sets reserved bits"),
-    (dict(fpcr=np.array(1 << 3)), r"'fpcr' = 0x8 sets reserved bits 0x8 \(defined bits: 0x7ffbf07\)"),
+    (dict(fpcr=np.array(1 << 3)),
+     r"'fpcr' = 0x8 sets reserved bits 0x8 \(defined bits: 0x7ffbf07\)"),
     (dict(fpcr=np.array(1 << 14)), r"'fpcr' = 0x4000 sets reserved bits 0x4000"),
     (dict(fpsr=np.array(2**33, np.uint64)), r"'fpsr' = 0x200000000 sets reserved bits"),
     (dict(sp=np.array(-8, np.int64)), r"'sp' must not be negative, not -8"),

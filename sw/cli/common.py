@@ -13,8 +13,8 @@ from zatile.sw.arch.asm import disassemble
 from zatile.sw.arch.config import SVL_CHOICES
 from zatile.sw.arch.isa import decode
 
-__all__ = ["CliError", "Parser", "error_line", "add_command", "read_text", "read_program", "read_words",
-           "write_bytes", "output_path", "svl", "svl_list", "backend_list", "count",
+__all__ = ["CliError", "Parser", "error_line", "add_command", "read_text", "read_program",
+           "read_words", "write_bytes", "output_path", "svl", "svl_list", "backend_list", "count",
            "positive_count", "initial_state", "print_json"]
 
 

@@ -12,7 +12,6 @@ import numpy as np
 
 from zatile.sw.arch.asm import parse_program
 from zatile.sw.arch.isa import destination_of
-from zatile.sw.cli.common import CliError
 
 __all__ = ["VIEWS", "REGISTER_GROUPS", "TileView", "tile_view", "register_list",
            "register_values", "written_registers"]
