@@ -4,29 +4,47 @@ A snapshot holds the arrays ``svl`` (bits), ``svcr``, ``za`` uint8[SVL_B, SVL_B]
 uint8[32, SVL_B], ``p`` uint8[16, SVL_B/8], ``ffr`` uint8[SVL_B/8], ``fpcr``, ``fpsr``, ``x``
 uint64[31], ``sp`` and memory regions named ``mem_<hex base address>`` (uint8). Missing keys
 mean zero or empty. Predicate bit *b* is bit ``b % 8`` of byte ``b // 8``.
+
+Loading checks every value against the architecture: SVCR has only SM and ZA, FPCR no RES0 bit
+(:data:`~zatile.sw.arch.constants.FPCR_FIELDS`), FPSR 32 bits, each array its shape and element
+range; the error names the key. :func:`check_user_space` is the one rule for where a memory region
+may lie so that every backend (the model, QEMU, the RTL) can map it.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from zatile.sw.arch.constants import MASK64, SVCR_SM, SVCR_ZA
+from zatile.sw.arch.constants import FPCR_FIELDS, MASK64, SVCR_SM, SVCR_ZA
 
 __all__ = [
     "ArchState",
     "Memory",
     "MemoryFault",
     "SnapshotError",
-
+    "USER_SPACE",
+    "check_user_space",
 ]
 
 _MEM_KEY = re.compile(r"mem_(?:0x)?([0-9a-fA-F]+)$")
 _SCALAR_KEYS = ("svl", "svcr", "fpcr", "fpsr", "sp")
+#: The largest value each scalar snapshot key may hold (``svl`` is checked by ArchState).
+_SCALAR_LIMITS = {"svcr": SVCR_SM | SVCR_ZA, "fpcr": FPCR_FIELDS, "fpsr": 0xFFFF_FFFF,
+                  "sp": MASK64}
+_ARRAY_DTYPES = {"za": np.uint8, "z": np.uint8, "p": np.uint8, "ffr": np.uint8, "x": np.uint64}
+#: How the first bytes of a file tell what it is.
+_ZIP_MAGIC, _NPY_MAGIC = b"PK\x03\x04", b"\x93NUMPY"
+
+#: Where a memory region may lie, [start, end): above the first page, which Linux never maps
+#: (``vm.mmap_min_addr``, 4096 by default), and below the last page under 2^47, the highest
+#: address qemu-aarch64 maps for its guest on a 64-bit x86 host.
+USER_SPACE = (0x1000, (1 << 47) - 0x1000)
 
 
 class SnapshotError(ValueError):
@@ -73,7 +91,7 @@ class Memory:
                          else data, dtype=np.uint8).reshape(-1)
         if array.size == 0:
             raise ValueError(f"memory region at 0x{base:x} is empty")
-        if not 0 <= base and base + array.size - 1 <= MASK64:
+        if not (0 <= base and base + array.size - 1 <= MASK64):
             raise ValueError(f"memory region at 0x{base:x} of {array.size} bytes leaves the 64-bit space")
         for other, other_data in self._regions.items():
             if base < other + other_data.size and other < base + array.size:
@@ -126,6 +144,24 @@ class Memory:
         mine, theirs = self.regions, other.regions
         return mine.keys() == theirs.keys() and all(
             np.array_equal(mine[b], theirs[b]) for b in mine)
+
+
+def check_user_space(memory: Memory) -> None:
+    """Check that every region lies in :data:`USER_SPACE`, where every backend can map it.
+
+    The model maps any address; QEMU runs the program as a Linux process and the RTL backend is
+    compared with both, so a program that runs on one backend runs on all of them.
+
+    Raises
+    ------
+    ValueError
+        Naming the first region outside, and the range allowed.
+    """
+    start, end = USER_SPACE
+    for base, data in memory.regions.items():
+        if base < start or base + data.size > end:
+            raise ValueError(f"memory region at 0x{base:x} ({data.size} bytes) is outside the "
+                             f"user address space every backend maps, 0x{start:x} to 0x{end:x}")
 
 
 @dataclass
@@ -242,11 +278,7 @@ class ArchState:
         scalars = {}
         for key in _SCALAR_KEYS:
             if key in arrays:
-                value = np.asarray(arrays.pop(key))
-                if value.size != 1 or value.dtype.kind not in "iu":
-                    raise SnapshotError(f"snapshot key '{key}' must be one integer, "
-                                        f"not {value.dtype} of shape {value.shape}")
-                scalars[key] = int(value.reshape(()))
+                scalars[key] = _scalar(key, np.asarray(arrays.pop(key)))
         snapshot_svl = scalars.pop("svl", None)
         if svl is None:
             svl = snapshot_svl if snapshot_svl is not None else 512
@@ -262,18 +294,13 @@ class ArchState:
                     raise SnapshotError(f"snapshot memory '{key}' must be a 1-D uint8 array, "
                                         f"not {value.dtype} of shape {value.shape}")
                 regions[int(match.group(1), 16)] = value
-            elif key in ("za", "z", "p", "ffr", "x"):
-                value = np.asarray(value)
-                expected = np.uint64 if key == "x" else np.uint8
-                if value.dtype.kind not in "iu":
-                    raise SnapshotError(f"snapshot key '{key}' must be {np.dtype(expected).name}, "
-                                        f"not {value.dtype}")
-                fields[key] = value
+            elif key in _ARRAY_DTYPES:
+                fields[key] = _array(key, np.asarray(value))
             else:
                 raise SnapshotError(f"unknown snapshot key '{key}'")
         try:
             memory = Memory(regions)
-            return cls(svl=svl, memory=memory, **fields, **{k: v for k, v in scalars.items()})
+            return cls(svl=svl, memory=memory, **fields, **scalars)
         except ValueError as error:
             raise SnapshotError(str(error)) from None
 
@@ -287,14 +314,73 @@ class ArchState:
             If the file is missing, not an ``.npz`` archive, or malformed.
         """
         try:
-            with np.load(path, allow_pickle=False) as archive:
-                arrays = {key: archive[key] for key in archive.files}
+            with open(path, "rb") as file:
+                magic = file.read(len(_NPY_MAGIC))
+                file.seek(0)
+                if not magic.startswith(_ZIP_MAGIC):
+                    raise SnapshotError(f"snapshot '{path}' is not a readable .npz archive: "
+                                        f"{_not_npz(magic)}")
+                with np.load(file, allow_pickle=False) as archive:
+                    arrays = {key: _member(path, archive, key) for key in archive.files}
+        except SnapshotError:
+            raise
         except FileNotFoundError:
             raise SnapshotError(f"snapshot '{path}' does not exist") from None
-        except (OSError, ValueError) as error:
+        except OSError as error:
+            raise SnapshotError(f"cannot read snapshot '{path}': {error.strerror}") from None
+        except (zipfile.BadZipFile, EOFError, ValueError) as error:
             raise SnapshotError(f"snapshot '{path}' is not a readable .npz archive ({error})") \
                 from None
         try:
             return cls.from_arrays(arrays, svl)
         except SnapshotError as error:
             raise SnapshotError(f"snapshot '{path}': {error}") from None
+
+
+def _not_npz(magic: bytes) -> str:
+    """What a file that is not a zip archive is instead, in words."""
+    if not magic:
+        return "the file is empty"
+    if magic.startswith(_NPY_MAGIC):
+        return "it is a single .npy array, not named arrays (write snapshots with numpy.savez)"
+    return "it is not a zip file of named arrays (write snapshots with numpy.savez)"
+
+
+def _member(path, archive, key: str) -> np.ndarray:
+    """One array of an open ``.npz``; anything that is not a plain numeric array is an error."""
+    try:
+        return archive[key]
+    except ValueError:
+        raise SnapshotError(f"snapshot '{path}': key '{key}' holds Python objects, not numbers") \
+            from None
+    except (OSError, EOFError, zipfile.BadZipFile) as error:
+        raise SnapshotError(f"snapshot '{path}': key '{key}' is not a numpy array ({error})") \
+            from None
+
+
+def _scalar(key: str, value: np.ndarray) -> int:
+    """The integer of scalar snapshot key ``key``, checked against its architectural range."""
+    if value.size != 1 or value.dtype.kind not in "iu":
+        raise SnapshotError(f"snapshot key '{key}' must be one integer, "
+                            f"not {value.dtype} of shape {value.shape}")
+    number = int(value.reshape(()))
+    limit = _SCALAR_LIMITS.get(key)
+    if limit is None:
+        return number
+    if number < 0:
+        raise SnapshotError(f"snapshot key '{key}' must not be negative, not {number}")
+    if number & ~limit:
+        raise SnapshotError(f"snapshot key '{key}' = 0x{number:x} sets reserved bits "
+                            f"0x{number & ~limit:x} (defined bits: 0x{limit:x})")
+    return number
+
+
+def _array(key: str, value: np.ndarray) -> np.ndarray:
+    """Array snapshot key ``key`` if its elements are integers that fit its element type."""
+    dtype = np.dtype(_ARRAY_DTYPES[key])
+    if value.dtype.kind not in "iu":
+        raise SnapshotError(f"snapshot key '{key}' must be {dtype.name}, not {value.dtype}")
+    if value.size and (int(value.min()) < 0 or int(value.max()) > np.iinfo(dtype).max):
+        raise SnapshotError(f"snapshot key '{key}' holds values outside {dtype.name} "
+                            f"({int(value.min())} to {int(value.max())})")
+    return value

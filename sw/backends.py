@@ -80,6 +80,18 @@ class Comparison:
         """Ids of the known QEMU divergences the comparison recognised and allowed for."""
         return self.model_as_qemu.divergences if self.model_as_qemu else []
 
+    def to_json_dict(self) -> dict:
+        """The comparison for scripts: the difference, the divergences, each backend's traps."""
+        return {
+            "difference": self.difference,
+            "divergences": self.divergences,
+            "outcomes": {name: {"instructions": len(run.outcomes),
+                                "trapped": [{"index": o.index, "text": o.text, "status": o.status,
+                                             "smtc": o.smtc, "fault_address": o.fault_address}
+                                            for o in run.trapped]}
+                         for name, run in self.outcomes.items()},
+        }
+
 
 def _side(name: str, other: str, outcomes: dict[str, RunOutcome],
           model_as_qemu: RunOutcome | None) -> RunOutcome:

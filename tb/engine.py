@@ -283,9 +283,21 @@ class RtlEngine(Engine):
         A reset bench.
     fpsr : int
         FPSR at start (the CPU holds FPSR; the engine only signals ``fpsr_reset``).
+
+    Raises
+    ------
+    RuntimeError
+        If ``bench`` is not an :class:`EngineBench`, e.g. when the kernel model constructs the
+        engine as ``engine_class(config, bus)`` outside cocotb.
     """
 
     def __init__(self, bench: EngineBench, fpsr: int = 0):
+        if not isinstance(bench, EngineBench):
+            raise RuntimeError(
+                f"RtlEngine runs only inside a cocotb test, on the EngineBench of a running "
+                f"simulation (see tests/cocotb_abi.py), not on {type(bench).__name__}; outside "
+                f"cocotb use the model (zatile.sw.driver.ModelEngine) or run programs on the RTL "
+                f"with zatile.tb.rtl_run.run_rtl")
         super().__init__(bench.config)
         self._bench = bench
         self._fpsr = fpsr

@@ -2,6 +2,8 @@
 
 ``ZATILE_RTL_REQUEST`` names a directory holding ``initial.npz`` and ``request.json`` (words,
 configuration, pause style, seed); the test writes ``final.npz`` and ``results.json`` there.
+``results.json`` holds each instruction's result, the simulated cycles and the performance
+counters' increase over the program alone (the state load before it is not counted).
 """
 
 from __future__ import annotations
@@ -35,8 +37,12 @@ async def run_program(dut) -> None:
                       memory=initial.memory.copy())
     await bench.load_state(initial)
     engine = RtlEngine(bench, fpsr=initial.fpsr)
+    await bench.wait_idle()
+    before = bench.perf()
     results, x, sp = await bridge(execute_program)(engine, request["words"], initial.x,
                                                    initial.sp)
+    await bench.wait_idle()
+    perf = {name: count - before[name] for name, count in bench.perf().items()}
     snapshot = await bench.snapshot(za=True)
     final = ArchState(svl=initial.svl, svcr=snapshot["svcr"], za=snapshot["za"],
                       z=snapshot["z"], p=snapshot["p"], ffr=snapshot["ffr"], fpcr=initial.fpcr,
@@ -50,5 +56,5 @@ async def run_program(dut) -> None:
     (directory / "results.json").write_text(json.dumps({
         "results": [{"status": r.status.value, "smtc": r.smtc, "fault_address": r.fault_address,
                      "scalar": r.scalar, "form": r.form} for r in results],
-        "cycles": int(get_sim_time("ns") / CLOCK_NS),
+        "cycles": int(get_sim_time("ns") / CLOCK_NS), "perf": perf,
         "seconds": time.monotonic() - started}))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,9 +46,14 @@ class RtlRun(RunOutcome):
 
     #: The engine's Result of every instruction, in order.
     results: list = field(default_factory=list)
-    #: Simulated clock cycles and wall-clock seconds of the simulation.
+    #: Simulated clock cycles and wall-clock seconds of the whole simulation (state load included).
     cycles: int = 0
     seconds: float = 0.0
+    #: How much each performance counter (:data:`zatile.hw.perf_counters.PERF_COUNTERS`) rose
+    #: while the program ran: ``cycles`` is the program's own cycle count.
+    perf: dict = field(default_factory=dict)
+    #: The waveform file written, when one was requested.
+    waveform: Path | None = None
 
     def __iter__(self):
         return iter((self.final, self.results))
@@ -63,7 +69,8 @@ def _program(program: str | Sequence[int]) -> tuple[list[int], list[str]]:
 
 def run_rtl(program: str | Sequence[int], initial: ArchState,
             config: EngineConfig | None = None, *, simulator: str = "verilator",
-            waves: bool | None = None, pauses: str = "none", seed: int = 0) -> RtlRun:
+            waves: bool | str | Path | None = None, pauses: str = "none",
+            seed: int = 0) -> RtlRun:
     """Run ``program`` (assembly text or instruction words) from ``initial`` on the RTL.
 
     Parameters
@@ -74,9 +81,11 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
         Defaults to ``EngineConfig(max_svl=initial.svl)``.
     simulator : str
         ``verilator`` or ``icarus``.
-    waves : bool, optional
-        Record an FST waveform (default from ``ZATILE_WAVES``); the run directory is then kept
-        and its path printed.
+    waves : bool or path, optional
+        Record a waveform (default from ``ZATILE_WAVES``): FST, or VCD from a Verilator built
+        without the lz4 headers (:mod:`zatile.tb.runner`). ``True`` keeps the run directory and
+        prints the waveform's path; a path moves the waveform there (the run directory is then
+        removed). The outcome's ``waveform`` names the file.
     pauses : str
         Random idle/backpressure on every handshake (:data:`zatile.tb.pauses.PAUSE_STYLES`).
     seed : int
@@ -96,11 +105,13 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
         raise ValueError(f"SVL {initial.svl} is not supported by the configuration "
                          f"(supported: {', '.join(map(str, config.supported_svls))})")
     words, texts = _program(program)
-    waves = waves_requested(waves)
+    waves_to = None if waves is None or isinstance(waves, bool) else Path(waves)
+    waves = True if waves_to is not None else waves_requested(waves)
     build = build_engine(config, simulator, waves)
     runs = build.directory / "runs"
     runs.mkdir(exist_ok=True)
     directory = Path(tempfile.mkdtemp(prefix="run-", dir=runs))
+    waveform = None
     try:
         initial.save(directory / "initial.npz")
         (directory / "request.json").write_text(json.dumps(
@@ -110,9 +121,13 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
                   test_dir=directory, log_file=directory / "sim.log")
         final = ArchState.load(directory / "final.npz")
         report = json.loads((directory / "results.json").read_text())
+        waveform = _waveform(directory) if waves else None
+        if waveform is not None and waves_to is not None:
+            waveform = Path(shutil.move(waveform, waves_to))
     finally:
-        if waves:
-            print(f"RTL run kept in {directory} (waveform: dump.fst / *.fst)")
+        if waves and waves_to is None:
+            named = f" (waveform: {waveform.name})" if waveform is not None else ""
+            print(f"RTL run kept in {directory}{named}", file=sys.stderr)
         else:
             shutil.rmtree(directory, ignore_errors=True)
     results = [Result(Status(r["status"]), r["smtc"], r["fault_address"], r["scalar"], r["form"])
@@ -121,4 +136,13 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
                                    result.fault_address)
                 for index, (text, result) in enumerate(zip(texts, results))]
     return RtlRun("rtl", final, outcomes, za_valid=final.za_enabled, results=results,
-                  cycles=report["cycles"], seconds=report["seconds"])
+                  cycles=report["cycles"], seconds=report["seconds"], perf=report["perf"],
+                  waveform=waveform)
+
+
+def _waveform(directory: Path) -> Path:
+    """The waveform a traced simulation wrote into ``directory`` (FST, or VCD without lz4)."""
+    found = sorted(directory.glob("*.fst")) + sorted(directory.glob("*.vcd"))
+    if not found:
+        raise RuntimeError(f"the traced simulation wrote no waveform into {directory}")
+    return found[0]

@@ -19,3 +19,35 @@ def test_bounded_campaign_against_qemu(qemu, svl):
 def test_long_campaign_against_qemu(qemu, svl):
     report = run_campaign(programs=1000, svls=[svl], length=60, seed=7, backends=["model", "qemu"])
     assert report.ok, report.summary()
+
+
+def test_a_failing_program_is_saved_with_a_replay_command(tmp_path, monkeypatch, qemu):
+    """A planted mismatch on program 1 is reported, counted by ``progress`` and saved so that its
+    replay command reruns exactly that program from its state."""
+    import subprocess
+    import sys
+
+    from zatile.sw import backends, campaign
+
+    def compare_with_a_planted_mismatch(text, initial, names, config):
+        result = backends.compare(text, initial, names, config)
+        planted = "planted" if calls.append(text) or len(calls) == 2 else None
+        return backends.Comparison(result.outcomes, planted, result.model_as_qemu)
+
+    calls, ticks = [], []
+    monkeypatch.setattr(campaign, "compare", compare_with_a_planted_mismatch)
+    report = campaign.run_campaign(3, [128], 10, 5, ["model", "qemu"],
+                                   progress=lambda done, total: ticks.append((done, total)),
+                                   save_failures=tmp_path)
+    assert ticks == [(1, 3), (2, 3), (3, 3)]
+    assert report.mismatches == ["seed=5 svl=128 program=1: planted"]
+    folder = tmp_path / "seed5-svl128-p1"
+    assert report.saved == [str(folder)] and report.to_json_dict()["saved"] == [str(folder)]
+    assert (folder / "program.s").read_text() == calls[1]
+    replay = (folder / "replay.sh").read_text()
+    assert "zatile compare program.s --svl 128 --state-in state.npz --backends model,qemu" in replay
+    rerun = subprocess.run([sys.executable, "-m", "zatile", "compare", "program.s", "--svl", "128",
+                            "--state-in", "state.npz", "--backends", "model,qemu"],
+                           cwd=folder, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "agree" in rerun.stdout

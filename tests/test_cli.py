@@ -1,7 +1,11 @@
 """The zatile command line: a thin layer with one-line errors."""
 
+import json
+import os
 import subprocess
 import sys
+
+import numpy as np
 
 from zatile.sim.state import ArchState
 from zatile.sw.cli import main
@@ -106,3 +110,100 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=120) != 0
     assert "Traceback" not in stderr and "Exception" not in stderr, stderr
+
+
+def test_run_takes_the_bin_asm_writes_and_prints_typed_views(tmp_path, capsys):
+    source = tmp_path / "p.s"
+    source.write_text("ptrue p0.s\nmov z1.s, p0/m, za1h.s[w12, 0]\nrdsvl x3, #1\n"
+                      "mrs x4, svcr\n")
+    state = ArchState(svl=128, svcr=3)
+    state.za[1] = np.frombuffer(np.full(4, 0.5, np.float32).tobytes(), np.uint8)
+    state.save(tmp_path / "s.npz")
+    assert main(["asm", str(source), "-o", str(tmp_path / "p.bin")]) == 0
+    capsys.readouterr()
+    assert main(["run", str(tmp_path / "p.bin"), "--svl", "128", "--state-in",
+                 str(tmp_path / "s.npz"), "--show", "za1.s:f32",
+                 "--show", "za1.s:bf16", "--show", "za1.s:hex", "--show", "za1.s:u8",
+                 "--regs", "x3,z1,p0"]) == 0
+    out = capsys.readouterr().out
+    assert "4 instructions on model" in out
+    assert "scalar results: x3=0x10 (16), x4=0x3 (3)" in out
+    # 0x3f000000 is fp32 0.5; as bf16 pairs it is (0, 0.5); its bytes, lowest first, 0 0 0 63.
+    assert "za1.s:f32 (4x4, f32 view):\n0.5 0.5 0.5 0.5\n  0   0   0   0" in out
+    assert "za1.s:bf16 (4x8, bf16 view):\n  0 0.5   0 0.5" in out
+    assert "za1.s:hex (4x4, hex view):\n3f000000 3f000000" in out
+    assert "za1.s:u8 (4x16, u8 view):\n 0  0  0 63  0" in out
+    assert "  x3 = 0x0000000000000010 (16)" in out and "  p0 = 1111" in out
+    assert "  z1 = " + "0000003f" * 4 in out
+
+
+def test_run_json_and_the_state_file_is_exactly_the_named_one(tmp_path, capsys):
+    source = tmp_path / "p.s"
+    source.write_text("zero {za}\nsmstart\nrdsvl x5, #1\n")
+    assert main(["run", str(source), "--svl", "128", "--json", "--state-out",
+                 str(tmp_path / "final")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["trapped"] == [{"index": 0, "text": "zero {za}", "status": "sme_trap",
+                                  "smtc": 3, "fault_address": None}]
+    assert report["written"] == {"x5": 16} and report["state_out"] == str(tmp_path / "final")
+    assert ArchState.load(tmp_path / "final").x[5] == 16
+
+
+def test_quiet_sets_the_environment_for_the_libraries(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("ZATILE_QUIET", raising=False)
+    source = tmp_path / "p.s"
+    source.write_text("smstart\n")
+    assert main(["--quiet", "run", str(source), "--svl", "128"]) == 0
+    assert os.environ["ZATILE_QUIET"] == "1"
+    monkeypatch.delenv("ZATILE_QUIET")
+    assert main(["run", "--quiet", str(source), "--svl", "128"]) == 0
+    assert os.environ["ZATILE_QUIET"] == "1"
+
+
+class _FakeReport:
+    ok = False
+
+    def summary(self):
+        return "campaign summary"
+
+    def to_json_dict(self):
+        return {"programs": 4, "mismatches": ["m"]}
+
+
+def test_campaign_passes_progress_and_save_failures_and_prints_json(tmp_path, monkeypatch,
+                                                                     capsys):
+    """The CLI side of the campaign contract (zatile.sw.campaign.run_campaign)."""
+    calls = []
+
+    def fake_run_campaign(programs, svls, length, seed, backends, *, progress=None,
+                          save_failures=None):
+        calls.append((programs, svls, length, seed, backends, save_failures))
+        for done in range(1, programs * len(svls) + 1):
+            progress(done, programs * len(svls))
+        return _FakeReport()
+
+    monkeypatch.setattr("zatile.sw.campaign.run_campaign", fake_run_campaign)
+    folder = tmp_path / "failures"
+    assert main(["campaign", "--programs", "2", "--svl", "128,256", "--length", "5", "--seed",
+                 "9", "--backends", "model,rtl", "--save-failures", str(folder), "--json"]) == 1
+    assert calls == [(2, [128, 256], 5, 9, ["model", "rtl"], folder)] and folder.is_dir()
+    assert json.loads(capsys.readouterr().out) == {"programs": 4, "mismatches": ["m"]}
+
+
+def test_compare_json_is_the_comparison_with_the_program(tmp_path, monkeypatch, capsys):
+    """The CLI side of the comparison contract (Comparison.to_json_dict)."""
+    class FakeComparison:
+        agree = False
+        difference = "za1h.s slice 3 element 2"
+        outcomes = {}
+
+        def to_json_dict(self):
+            return {"difference": self.difference, "divergences": []}
+
+    monkeypatch.setattr("zatile.sw.backends.compare", lambda *args: FakeComparison())
+    source = tmp_path / "p.s"
+    source.write_text("smstart\n")
+    assert main(["compare", str(source), "--svl", "128", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {
+        "program": str(source), "svl": 128, "backends": ["model", "qemu"], "agree": False,
+        "difference": "za1h.s slice 3 element 2", "divergences": []}

@@ -186,3 +186,11 @@ def test_the_kernel_runs_on_any_backend_of_the_interface():
 
 def test_driver_exports():
     assert {"Engine", "ModelEngine", "Result", "Status"} <= set(driver.__all__)
+
+
+def test_the_rtl_engine_outside_cocotb_says_where_it_runs():
+    from zatile.tb.engine import RtlEngine
+
+    with pytest.raises(RuntimeError, match="RtlEngine runs only inside a cocotb test.*not on "
+                                           "EngineConfig"):
+        Kernel(EngineConfig(max_svl=128), engine_class=RtlEngine)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from zatile.sim.progen import generate_program
 from zatile.tb.rtl_run import run_rtl
 from zatile.sim.state import ArchState, Memory
 from zatile.sw import cli
+from zatile.hw.perf_counters import PERF_COUNTERS
 from zatile.sw.arch.config import EngineConfig
 
 PROGRAM = """\
@@ -75,6 +78,17 @@ def test_cli_run_and_compare(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "12 instructions on rtl at SVL 128; 1 trapped" in text and "za0.s (4x4" in text
     assert ArchState.load(out).x[20] == 32
+    # Every performance counter, over the program alone: 12 instructions, 1 fault, 1 SMOPA
+    # whose .b predicates (PTRUE .S) keep 1 byte of each 4: 4 rows x 4 columns x 1 way.
+    assert re.search(r"RTL: \d+ cycles for the program", text)
+    assert re.search(r"retired=11, retired_mopa=1, retired_ldst=3, retired_other=7, traps=1, "
+                     r"macs=16", text), text
+    waves = tmp_path / "run.wave"
+    assert cli.main(["run", str(source), "--svl", "128", "--backend", "rtl", "--state-in",
+                     str(state), "--waves", str(waves), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["waveform"] == str(waves) and waves.stat().st_size > 0
+    assert set(report["rtl"]["perf"]) == set(PERF_COUNTERS) and report["rtl"]["perf"]["traps"] == 1
     assert cli.main(["compare", str(source), "--svl", "128", "--backends", "model,rtl",
                      "--state-in", str(state)]) == 0
     assert "model, rtl agree at SVL 128" in capsys.readouterr().out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["MASK64", "SVCR_SM", "SVCR_ZA", "Smtc", "FPSR_RESET_ON_SM_CHANGE"]
+__all__ = ["MASK64", "SVCR_SM", "SVCR_ZA", "FPCR_FIELDS", "Smtc", "FPSR_RESET_ON_SM_CHANGE"]
 
 #: All ones in a 64-bit register.
 MASK64 = (1 << 64) - 1
@@ -18,6 +18,11 @@ MASK64 = (1 << 64) - 1
 SVCR_SM = 1 << 0
 #: SVCR.ZA: PSTATE.ZA, the ZA array is live.
 SVCR_ZA = 1 << 1
+
+#: Every defined field of the AArch64 FPCR with all its features: FIZ, AH, NEP [2:0], the trap
+#: enables IOE-IXE [12:8], EBF [13], IDE [15], Len [18:16], FZ16 [19], Stride [21:20], RMode
+#: [23:22], FZ [24], DN [25], AHP [26]. Every other bit is RES0.
+FPCR_FIELDS = 0x07FF_BF07
 
 
 class Smtc(IntEnum):

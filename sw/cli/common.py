@@ -1,26 +1,49 @@
-"""What every ``zatile`` subcommand shares: the one-line user error, argument types, snapshots."""
+"""What every ``zatile`` subcommand shares: the one-line user error, argument types, snapshots,
+``--json`` and ``--quiet``, and the help layout (a line per option, an example per command)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 
-from zatile.sim.state import ArchState, SnapshotError
+from zatile.sim.state import ArchState, SnapshotError, check_user_space
+from zatile.sw.arch.asm import disassemble
 from zatile.sw.arch.config import SVL_CHOICES
+from zatile.sw.arch.isa import decode
 
-__all__ = ["CliError", "Parser", "read_text", "write_bytes", "svl", "svl_list", "backend_list",
-           "count", "positive_count", "initial_state"]
+__all__ = ["CliError", "Parser", "error_line", "add_command", "read_text", "read_program",
+           "read_words", "write_bytes", "output_path", "svl", "svl_list", "backend_list", "count",
+           "positive_count", "initial_state", "print_json"]
 
 
 class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+def error_line(message: str) -> str:
+    """``zatile: error: <message>`` and a newline; line breaks and other control characters a
+    user typed into an argument are shown escaped, so the error stays one line."""
+    escaped = "".join(char if char.isprintable() else repr(char)[1:-1] for char in str(message))
+    return f"zatile: error: {escaped}\n"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with its errors on one line (``zatile: error: ...``), exit status 2."""
 
     def error(self, message: str):
-        self.exit(2, f"zatile: error: {message}\n")
+        self.exit(2, error_line(message))
+
+
+def add_command(commands, name: str, summary: str, example: str) -> Parser:
+    """A subcommand with a one-line ``summary``, ``example`` in its ``--help`` and ``--quiet``."""
+    command = commands.add_parser(name, help=summary, description=summary,
+                                  epilog=f"example:\n  {example}",
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    command.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                         help="no progress messages or bars (sets ZATILE_QUIET=1)")
+    return command
 
 
 def read_text(path: str) -> str:
@@ -30,7 +53,52 @@ def read_text(path: str) -> str:
     except OSError as error:
         raise CliError(f"cannot read '{path}': {error.strerror}") from None
     except UnicodeDecodeError:
-        raise CliError(f"'{path}' is not a text file (assembly source expected)") from None
+        raise CliError(f"'{path}' is not a text file (assembly source, or a .bin of words, "
+                       f"expected)") from None
+
+
+def read_words(path: str) -> list[int]:
+    """The little-endian 32-bit words of binary file ``path`` (what ``zatile asm`` writes)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise CliError(f"cannot read '{path}': {error.strerror}") from None
+    if len(data) % 4:
+        raise CliError(f"'{path}' is {len(data)} bytes, not a whole number of 32-bit words")
+    return [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+
+
+def read_program(path: str) -> str:
+    """The assembly of program ``path``: its text, or a ``.bin`` of words disassembled.
+
+    A word of a ``.bin`` outside the instruction subset is a :class:`CliError` naming its offset.
+    """
+    if Path(path).suffix.lower() != ".bin":
+        return read_text(path)
+    lines = []
+    for index, word in enumerate(read_words(path)):
+        if decode(word) is None:
+            raise CliError(f"'{path}': word 0x{word:08x} at offset 0x{4 * index:x} is not an "
+                           f"instruction of the subset")
+        lines.append(disassemble(word).replace("\t", " "))
+    return "\n".join(lines) + "\n"
+
+
+def output_path(text: str) -> Path:
+    """An argument naming a file to write: its folder must exist and it must not be a folder."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"'{text}' is a directory, not a file")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write '{text}': folder '{path.parent}' does "
+                                         f"not exist")
+    return path
+
+
+def print_json(value) -> None:
+    """``value`` as indented JSON on stdout (the ``--json`` output of every command)."""
+    json.dump(value, sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:
@@ -61,6 +129,7 @@ def positive_count(text: str) -> int:
 
 
 def svl(text: str) -> int:
+    """A streaming vector length argument, in bits."""
     try:
         value = int(text)
     except ValueError:
@@ -72,10 +141,15 @@ def svl(text: str) -> int:
 
 
 def svl_list(text: str) -> list[int]:
-    return [svl(part) for part in text.split(",") if part]
+    """A comma-separated list of SVLs; at least one."""
+    values = [svl(part) for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected SVLs like 128,256, not '{text}'")
+    return values
 
 
 def backend_list(text: str) -> list[str]:
+    """A comma-separated list of two or more distinct backend names."""
     from zatile.sw.backends import BACKENDS   # local: keeps `zatile --help` fast
 
     names = [part.strip() for part in text.split(",") if part.strip()]
@@ -85,14 +159,24 @@ def backend_list(text: str) -> list[str]:
                 f"unknown backend '{name}'; choose from {', '.join(BACKENDS)}")
     if len(names) < 2:
         raise argparse.ArgumentTypeError(f"compare needs at least two backends, not '{text}'")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"each backend may be named once, not '{text}'")
     return names
 
 
 def initial_state(args):
-    """The ``--state-in`` snapshot at ``--svl``, or a zero state."""
-    if args.state_in:
-        try:
-            return ArchState.load(args.state_in, svl=args.svl)
-        except SnapshotError as error:
-            raise CliError(str(error)) from None
-    return ArchState(svl=args.svl)
+    """The ``--state-in`` snapshot at ``--svl``, or a zero state.
+
+    Its memory must lie where every backend maps it (:func:`zatile.sim.state.check_user_space`).
+    """
+    if not args.state_in:
+        return ArchState(svl=args.svl)
+    try:
+        state = ArchState.load(args.state_in, svl=args.svl)
+    except SnapshotError as error:
+        raise CliError(str(error)) from None
+    try:
+        check_user_space(state.memory)
+    except ValueError as error:
+        raise CliError(f"snapshot '{args.state_in}': {error}") from None
+    return state

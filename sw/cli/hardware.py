@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from zatile.sw.arch.config import FEATURES, EngineConfig
-from zatile.sw.cli.common import CliError, svl, svl_list
+from zatile.sw.cli.common import CliError, add_command, count, positive_count, svl, svl_list
 
 __all__ = ["register"]
 
@@ -18,7 +18,18 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_verilog(args) -> int:
-    from zatile.hw.verilog import generate_verilog  # local: keeps `zatile --help` fast
+    from zatile.hw.verilog import TOPLEVEL, generate_verilog  # local: keeps `zatile --help` fast
+
+    output = Path(args.output)
+    if output.exists() and not output.is_dir():
+        raise CliError(f"'{output}' is a file; -o names the folder to write {TOPLEVEL}.v, .vlt "
+                       f"and .json into")
+    if not output.parent.is_dir():
+        raise CliError(f"cannot create '{output}': folder '{output.parent}' does not exist")
+    existing = [output / f"{TOPLEVEL}{suffix}" for suffix in (".v", ".vlt", ".json")
+                if (output / f"{TOPLEVEL}{suffix}").exists()]
+    if existing and not args.force:
+        raise CliError(f"'{existing[0]}' exists; pass --force to overwrite")
 
     features = FEATURES if args.features is None else tuple(
         f.strip().upper() for f in args.features.split(",") if f.strip())
@@ -28,7 +39,7 @@ def _cmd_verilog(args) -> int:
                               za_contexts=args.za_contexts)
     except ValueError as error:
         raise CliError(str(error)) from None
-    written = generate_verilog(config, Path(args.output))
+    written = generate_verilog(config, output)
     for path in written:
         print(path)
     return 0
@@ -36,18 +47,24 @@ def _cmd_verilog(args) -> int:
 
 def register(commands) -> None:
     """Add the subcommands to ``commands`` (an argparse subparsers object)."""
-    demo = commands.add_parser("demo", help="run the shipped int8 GEMM example, check vs numpy")
-    demo.add_argument("--backend", choices=("model", "qemu", "rtl"), default="model")
+    demo = add_command(commands, "demo", "run the shipped int8 GEMM example, check vs numpy",
+                       "zatile demo --backend rtl")
+    demo.add_argument("--backend", choices=("model", "qemu", "rtl"), default="model",
+                      help="where to run it (default: model)")
     demo.set_defaults(run=_cmd_demo)
 
-    verilog = commands.add_parser("verilog", help="write the engine's Verilog and config JSON")
+    verilog = add_command(commands, "verilog", "write the engine's Verilog and config JSON",
+                          "zatile verilog --svl 128 --features I8I32,F32F32 -o build/")
     verilog.add_argument("--svl", type=svl, required=True, help="largest SVL in bits")
     verilog.add_argument("--supported-svls", type=svl_list, metavar="BITS,...",
                          help="every supported SVL (default: all powers of two up to --svl)")
     verilog.add_argument("--features", help="comma-separated subset (default: all)")
-    verilog.add_argument("--mem-width", type=int, metavar="BITS",
+    verilog.add_argument("--mem-width", type=positive_count, metavar="BITS",
                          help="memory data width (default: --svl, one slice per beat)")
-    verilog.add_argument("--za-contexts", type=int, default=1, metavar="N",
+    verilog.add_argument("--za-contexts", type=count, default=1, metavar="N",
                          help="physical ZA contexts (default 1)")
-    verilog.add_argument("-o", "--output", required=True)
+    verilog.add_argument("-o", "--output", required=True, metavar="DIR",
+                         help="folder for zatile_engine.v, .vlt and .json (created)")
+    verilog.add_argument("--force", action="store_true",
+                         help="overwrite those files if the folder already has them")
     verilog.set_defaults(run=_cmd_verilog)

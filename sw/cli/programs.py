@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-
-import numpy as np
 
 from zatile.sw.arch.asm import AsmError, assemble, objdump_lines
 from zatile.sw.cli.common import (
-    CliError, backend_list, initial_state, read_text, svl, write_bytes,
+    CliError, add_command, backend_list, initial_state, output_path, print_json, read_program,
+    read_text, read_words, svl, write_bytes,
 )
+from zatile.sw.cli.views import TileView, format_tile, register_list, register_values, \
+    tile_view, written_registers
 
-__all__ = ["register", "show_tile"]
+__all__ = ["register"]
 
 
 def _cmd_asm(args) -> int:
@@ -28,51 +28,48 @@ def _cmd_asm(args) -> int:
 
 
 def _cmd_disasm(args) -> int:
-    try:
-        data = Path(args.binary).read_bytes()
-    except OSError as error:
-        raise CliError(f"cannot read '{args.binary}': {error.strerror}") from None
-    if len(data) % 4:
-        raise CliError(f"'{args.binary}' is {len(data)} bytes, not a whole number of 32-bit words")
-    words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
-    for line in objdump_lines(words):
+    for line in objdump_lines(read_words(args.binary)):
         print(line)
     return 0
 
 
-_TILE = re.compile(r"za(\d+)\.([bhsdq])$")
-
-
-def show_tile(state, spec: str) -> str:
-    """A typed matrix view of one ZA tile, e.g. ``za1.s`` (integers; hex for .q)."""
-    match = _TILE.match(spec.lower())
-    if not match:
-        raise CliError(f"--show takes a tile like za1.s or za0.b, not '{spec}'")
-    tile, letter = int(match.group(1)), match.group(2)
-    esize = {"b": 1, "h": 2, "s": 4, "d": 8, "q": 16}[letter]
-    if tile >= esize:
-        raise CliError(f"there is no tile {spec}: .{letter} tiles are za0-za{esize - 1}")
-    dim = state.svl_bytes // esize
-    rows = state.za[tile::esize][:dim]
-    if esize == 16:
-        body = [" ".join(row[c * 16:(c + 1) * 16][::-1].tobytes().hex() for c in range(dim))
-                for row in rows]
-    else:
-        dtype = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[esize]
-        values = rows.copy().view(dtype)
-        width = max(len(str(v)) for v in values.flat)
-        body = [" ".join(f"{v:>{width}}" for v in row) for row in values]
-    return f"{spec} ({dim}x{dim}, int{8 * esize} view):\n" + "\n".join(body)
-
-
-def _cmd_run(args) -> int:
+def _run(args, initial, source: str):
+    """Run on ``args.backend``; the RTL directly, for its counters and ``--waves``."""
     from zatile.sw.backends import run_program  # local: keeps `zatile --help` fast
+    from zatile.tb.rtl_run import run_rtl  # local: keeps `zatile --help` fast
 
-    initial = initial_state(args)
     try:
-        outcome = run_program(args.backend, read_text(args.program), initial)
+        if args.backend == "rtl":
+            return run_rtl(source, initial, waves=args.waves)
+        return run_program(args.backend, source, initial)
     except AsmError as error:
         raise CliError(f"{args.program}: {error}") from None
+
+
+def _outcome_json(args, outcome, source: str) -> dict:
+    final = outcome.final
+    report = {
+        "program": args.program, "backend": args.backend, "svl": final.svl,
+        "instructions": len(outcome.outcomes),
+        "trapped": [{"index": o.index, "text": o.text, "status": o.status, "smtc": o.smtc,
+                     "fault_address": o.fault_address} for o in outcome.trapped],
+        "svcr": final.svcr, "fpcr": final.fpcr, "fpsr": final.fpsr,
+        "written": written_registers(source, outcome),
+        "tiles": {spec: tile_view(final, spec)[1] for spec in args.show or ()},
+    }
+    if args.regs:
+        report["registers"] = register_values(final, args.regs)
+    if args.backend == "rtl":
+        report["rtl"] = {"cycles": outcome.cycles, "perf": outcome.perf,
+                         "seconds": round(outcome.seconds, 3)}
+    if args.waves:
+        report["waveform"] = str(outcome.waveform)
+    if args.state_out:
+        report["state_out"] = str(args.state_out)
+    return report
+
+
+def _print_outcome(args, outcome, source: str) -> None:
     final = outcome.final
     print(f"{args.program}: {len(outcome.outcomes)} instructions on {args.backend} at SVL "
           f"{final.svl}; {len(outcome.trapped)} trapped")
@@ -82,14 +79,41 @@ def _cmd_run(args) -> int:
         print(f"  #{trapped.index} {trapped.text}: {trapped.status}{detail}")
     print(f"SVCR=0x{final.svcr:x} (SM={int(final.sm)} ZA={int(final.za_enabled)}) "
           f"FPCR=0x{final.fpcr:08x} FPSR=0x{final.fpsr:08x}")
+    written = written_registers(source, outcome)
+    if written:
+        print("scalar results: " + ", ".join(f"{name}=0x{value:x} ({value})"
+                                             for name, value in written.items()))
+    if args.backend == "rtl":
+        print(f"RTL: {outcome.perf.get('cycles', 0)} cycles for the program "
+              f"({outcome.cycles} simulated with the state load, {outcome.seconds:.1f} s)")
+        print("  " + ", ".join(f"{name}={count}" for name, count in outcome.perf.items()))
+    for name, value in register_values(final, args.regs or ()).items():
+        print(f"{name:>4} = " + (f"0x{value:016x} ({value})" if isinstance(value, int)
+                                 else value))
     for spec in args.show or ():
-        print(show_tile(final, spec))
+        print(format_tile(*tile_view(final, spec)))
+    if args.waves:
+        print(f"waveform -> {outcome.waveform}")
+    if args.state_out:
+        print(f"final state -> {args.state_out}")
+
+
+def _cmd_run(args) -> int:
+    if args.waves and args.backend != "rtl":
+        raise CliError("--waves needs --backend rtl")
+    initial = initial_state(args)
+    source = read_program(args.program)
+    outcome = _run(args, initial, source)
     if args.state_out:
         try:
-            final.save(args.state_out)
+            with open(args.state_out, "wb") as file:
+                outcome.final.save(file)
         except OSError as error:
             raise CliError(f"cannot write '{args.state_out}': {error.strerror}") from None
-        print(f"final state -> {args.state_out}")
+    if args.json:
+        print_json(_outcome_json(args, outcome, source))
+    else:
+        _print_outcome(args, outcome, source)
     return 0
 
 
@@ -98,41 +122,70 @@ def _cmd_compare(args) -> int:
 
     initial = initial_state(args)
     try:
-        result = compare(read_text(args.program), initial, args.backends)
+        result = compare(read_program(args.program), initial, args.backends)
     except AsmError as error:
         raise CliError(f"{args.program}: {error}") from None
+    status = 0 if result.agree else 1
+    if args.json:
+        print_json({"program": args.program, "svl": args.svl, "backends": args.backends,
+                    "agree": result.agree, **result.to_json_dict()})
+        return status
     used = result.divergences
     note = f" (modelled QEMU divergences: {', '.join(used)})" if used else ""
     if result.agree:
         print(f"{args.program}: {', '.join(args.backends)} agree at SVL {args.svl}{note}")
-        return 0
-    print(f"{args.program}: MISMATCH at SVL {args.svl}: {result.difference}{note}")
-    return 1
+    else:
+        print(f"{args.program}: MISMATCH at SVL {args.svl}: {result.difference}{note}")
+    return status
 
 
 def register(commands) -> None:
     """Add the subcommands to ``commands`` (an argparse subparsers object)."""
-    asm = commands.add_parser("asm", help="assemble a program to little-endian words")
-    asm.add_argument("source")
-    asm.add_argument("-o", "--output")
+    asm = add_command(commands, "asm", "assemble a program to little-endian words",
+                      "zatile asm prog.s -o prog.bin")
+    asm.add_argument("source", help="assembly source (GNU as syntax, the subset only)")
+    asm.add_argument("-o", "--output", type=output_path,
+                     help="file to write (default: the source with .bin)")
     asm.set_defaults(run=_cmd_asm)
 
-    disasm = commands.add_parser("disasm", help="disassemble words (objdump 2.40 text)")
-    disasm.add_argument("binary")
+    disasm = add_command(commands, "disasm", "disassemble words (objdump 2.40 text)",
+                         "zatile disasm prog.bin | head")
+    disasm.add_argument("binary", help="little-endian 32-bit words, as asm writes them")
     disasm.set_defaults(run=_cmd_disasm)
 
-    run = commands.add_parser("run", help="run a program and summarise the final state")
-    run.add_argument("program")
-    run.add_argument("--svl", type=svl, required=True, help="streaming vector length in bits")
-    run.add_argument("--state-in")
-    run.add_argument("--state-out")
-    run.add_argument("--backend", choices=("model", "qemu", "rtl"), default="model")
-    run.add_argument("--show", action="append", metavar="TILE", help="print a tile, e.g. za1.s")
+    run = add_command(commands, "run", "run a program and summarise the final state",
+                      "zatile run prog.s --svl 256 --show za1.s:f32 --regs x,z3 --json")
+    _program_arguments(run)
+    run.add_argument("--backend", choices=("model", "qemu", "rtl"), default="model",
+                     help="where to run it (default: model)")
+    run.add_argument("--state-out", type=output_path, metavar="FILE.npz",
+                     help="write the final state as a snapshot")
+    run.add_argument("--show", action="append", type=TileView, metavar="TILE[:VIEW]",
+                     help="print a tile, e.g. za1.s, za1.s:f32, za0.h:bf16, za0.b:u8, za0.d:hex "
+                          "(views: i8-i64, u8-u64, f16, bf16, f32, f64, hex); repeatable")
+    run.add_argument("--regs", type=register_list, metavar="LIST",
+                     help="print registers: groups x (X0-X30, SP), z, p, ffr, or single ones "
+                          "like x3,z1,p0 (Z/P/FFR as hex bytes, lane 0 first)")
+    run.add_argument("--waves", type=output_path, metavar="FILE",
+                     help="with --backend rtl: write the waveform there (FST; VCD from a "
+                          "Verilator without liblz4-dev)")
+    run.add_argument("--json", action="store_true", help="print the result as JSON")
     run.set_defaults(run=_cmd_run)
 
-    comparison = commands.add_parser("compare", help="run on several backends, name differences")
-    comparison.add_argument("program")
-    comparison.add_argument("--svl", type=svl, required=True)
-    comparison.add_argument("--backends", type=backend_list, default=["model", "qemu"])
-    comparison.add_argument("--state-in")
+    comparison = add_command(commands, "compare", "run on several backends, name differences",
+                             "zatile compare prog.s --svl 256 --backends model,qemu,rtl")
+    _program_arguments(comparison)
+    comparison.add_argument("--backends", type=backend_list, default=["model", "qemu"],
+                            metavar="A,B[,...]", help="backends to compare with the first "
+                                                      "(default: model,qemu)")
+    comparison.add_argument("--json", action="store_true", help="print the result as JSON")
     comparison.set_defaults(run=_cmd_compare)
+
+
+def _program_arguments(parser) -> None:
+    """The program, its SVL and its initial state (``run`` and ``compare``)."""
+    parser.add_argument("program", help="assembly source, or a .bin of words from asm")
+    parser.add_argument("--svl", type=svl, required=True,
+                        help="streaming vector length in bits (128-2048)")
+    parser.add_argument("--state-in", metavar="FILE.npz",
+                        help="initial state snapshot (default: all zero, no memory)")

@@ -1,0 +1,257 @@
+"""Every user mistake, on every subcommand, gives one ``zatile: error:`` line and exit status 2.
+
+A battery of bad inputs (wrong types, missing and unwritable paths, folders, empty, garbage and
+binary files, out-of-range numbers) is driven through ``main()`` in-process, the argument space
+by hypothesis; a closed pipe and a few end-to-end cases run the installed entry point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from zatile.sim.state import ArchState, Memory
+from zatile.sw import cli
+from zatile.sw.cli import main
+
+
+def _files(folder: Path) -> dict[str, Path]:
+    """Every kind of bad input file, and a good program."""
+    files = {"program": folder / "p.s", "empty": folder / "empty.s", "binary": folder / "bin.s",
+             "odd": folder / "odd.bin", "undecodable": folder / "junk.bin",
+             "npy": folder / "za.npy", "garbage_npz": folder / "garbage.npz",
+             "empty_npz": folder / "empty.npz", "bad_svcr": folder / "svcr.npz",
+             "bad_fpcr": folder / "fpcr.npz", "page_zero": folder / "zero.npz",
+             "top": folder / "top.npz", "objects": folder / "objects.npz"}
+    files["program"].write_text("smstart\nzero {za}\n")
+    files["empty"].write_text("")
+    files["binary"].write_bytes(bytes(range(256)) * 4)
+    files["odd"].write_bytes(b"\x00" * 6)
+    files["undecodable"].write_bytes(b"\xff\xff\xff\xff")
+    np.save(files["npy"], np.zeros(4, np.uint8))
+    files["garbage_npz"].write_bytes(b"\x80\x04garbage that numpy would try to unpickle")
+    files["empty_npz"].write_bytes(b"")
+    np.savez(files["bad_svcr"], svcr=np.array(7))
+    np.savez(files["bad_fpcr"], fpcr=np.array(2**40, np.uint64))
+    ArchState(svl=128, memory=Memory({0: np.zeros(64, np.uint8)})).save(files["page_zero"])
+    ArchState(svl=128, memory=Memory({(1 << 64) - 4096: np.zeros(64, np.uint8)})).save(
+        files["top"])
+    np.savez(files["objects"], x=np.array([None], dtype=object))
+    return files
+
+
+def _mistakes(folder: Path) -> dict[str, list[str]]:
+    f = {name: str(path) for name, path in _files(folder).items()}
+    missing, no_folder = str(folder / "missing.s"), str(folder / "no" / "out")
+    program = f["program"]
+    run = ["run", program, "--svl", "128"]
+    return {
+        # asm / disasm
+        "asm missing source": ["asm", missing],
+        "asm binary source": ["asm", f["binary"]],
+        "asm folder as source": ["asm", str(folder)],
+        "asm output in a missing folder": ["asm", program, "-o", no_folder],
+        "asm output onto a folder": ["asm", program, "-o", str(folder)],
+        "asm bad statement": ["asm", f["program"] + ".bad"],
+        "disasm missing": ["disasm", missing],
+        "disasm odd length": ["disasm", f["odd"]],
+        "disasm folder": ["disasm", str(folder)],
+        # run
+        "run binary given as assembly": ["run", f["binary"], "--svl", "128"],
+        "run .bin of an odd length": ["run", f["odd"], "--svl", "128"],
+        "run .bin with a word outside the subset": ["run", f["undecodable"], "--svl", "128"],
+        "run no svl": ["run", program],
+        "run svl not a number": ["run", program, "--svl", "wide"],
+        "run svl out of range": ["run", program, "--svl", "4096"],
+        "run unknown backend": [*run, "--backend", "gpu"],
+        "run state-in .npy": [*run, "--state-in", f["npy"]],
+        "run state-in empty": [*run, "--state-in", f["empty_npz"]],
+        "run state-in garbage": [*run, "--state-in", f["garbage_npz"]],
+        "run state-in object arrays": [*run, "--state-in", f["objects"]],
+        "run state-in missing": [*run, "--state-in", missing],
+        "run state-in folder": [*run, "--state-in", str(folder)],
+        "run state-in svcr 7": [*run, "--state-in", f["bad_svcr"]],
+        "run state-in fpcr reserved bits": [*run, "--state-in", f["bad_fpcr"]],
+        "run region at page zero": [*run, "--state-in", f["page_zero"]],
+        "run region near 2^64 on qemu": [*run, "--backend", "qemu", "--state-in", f["top"]],
+        "run state-out in a missing folder": [*run, "--state-out", no_folder],
+        "run state-out onto a folder": [*run, "--state-out", str(folder)],
+        "run show not a tile": [*run, "--show", "za9"],
+        "run show tile out of range": [*run, "--show", "za4.s"],
+        "run show unknown view": [*run, "--show", "za0.s:f8"],
+        "run regs unknown": [*run, "--regs", "x31"],
+        "run waves without rtl": [*run, "--waves", str(folder / "w.fst")],
+        "run waves in a missing folder": [*run, "--backend", "rtl", "--waves", no_folder],
+        # compare
+        "compare one backend": ["compare", program, "--svl", "128", "--backends", "model"],
+        "compare a backend twice": ["compare", program, "--svl", "128", "--backends",
+                                    "model,model"],
+        "compare unknown backend": ["compare", program, "--svl", "128", "--backends", "model,gpu"],
+        "compare empty file of garbage state": ["compare", program, "--svl", "128",
+                                                "--state-in", f["garbage_npz"]],
+        "compare missing program": ["compare", missing, "--svl", "128"],
+        # campaign
+        "campaign negative programs": ["campaign", "--programs", "-1"],
+        "campaign zero length": ["campaign", "--length", "0"],
+        "campaign seed not a number": ["campaign", "--seed", "x"],
+        "campaign no svl": ["campaign", "--svl", ","],
+        "campaign save-failures onto a file": ["campaign", "--save-failures", program],
+        "campaign save-failures in a missing folder": ["campaign", "--save-failures", no_folder],
+        # demo / verilog
+        "demo unknown backend": ["demo", "--backend", "fpga"],
+        "verilog no svl": ["verilog", "-o", str(folder / "v")],
+        "verilog output is a file": ["verilog", "--svl", "128", "-o", program],
+        "verilog output in a missing folder": ["verilog", "--svl", "128", "-o", no_folder],
+        "verilog negative contexts": ["verilog", "--svl", "128", "--za-contexts", "-1", "-o",
+                                      str(folder / "v")],
+        "verilog zero memory width": ["verilog", "--svl", "128", "--mem-width", "0", "-o",
+                                      str(folder / "v")],
+        # no command
+        "unknown command": ["frobnicate"],
+        "unknown option": ["run", program, "--svl", "128", "--colour"],
+    }
+
+
+def _status(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exit_:          # argparse's own errors exit from inside main
+        return exit_.code
+
+
+def _assert_one_error_line(capsys, status: int, what) -> str:
+    captured = capsys.readouterr()
+    assert status == 2, (what, captured)
+    assert captured.err.startswith("zatile: error: ") and captured.err.count("\n") == 1, \
+        (what, captured.err)
+    assert "Traceback" not in captured.err + captured.out, what
+    return captured.err
+
+
+def test_every_mistake_on_every_subcommand(tmp_path, capsys):
+    (tmp_path / "p.s.bad").write_text("smstart ; frobnicate\n")
+    for name, argv in _mistakes(tmp_path).items():
+        _assert_one_error_line(capsys, _status(argv), name)
+    assert not (tmp_path / "no").exists() and not (tmp_path / "v").exists()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "{binary}", "--svl", "128"], "not a text file"),
+    (["run", "{program}", "--svl", "128", "--state-in", "{npy}"], "single .npy array"),
+    (["run", "{program}", "--svl", "128", "--state-in", "{empty_npz}"], "the file is empty"),
+    (["run", "{program}", "--svl", "128", "--state-in", "{garbage_npz}"], "not a zip file"),
+    (["run", "{program}", "--svl", "128", "--state-in", "{bad_svcr}"], "'svcr' = 0x7"),
+    (["run", "{program}", "--svl", "128", "--state-in", "{bad_fpcr}"], "'fpcr' = 0x10000000000"),
+    (["run", "{program}", "--svl", "128", "--state-in", "{page_zero}"],
+     "memory region at 0x0 (64 bytes) is outside the user address space"),
+    (["run", "{undecodable}", "--svl", "128"], "word 0xffffffff at offset 0x0"),
+    (["campaign", "--programs", "-1"], "must not be negative, not -1"),
+    (["campaign", "--length", "0"], "must be at least 1, not 0"),
+])
+def test_the_error_line_names_the_mistake(tmp_path, capsys, argv, words):
+    files = {name: str(path) for name, path in _files(tmp_path).items()}
+    error = _assert_one_error_line(capsys, _status([a.format(**files) for a in argv]), argv)
+    assert words in error and "pickle" not in error
+
+
+def test_verilog_refuses_to_overwrite_without_force(tmp_path, capsys):
+    (tmp_path / "zatile_engine.json").write_text("{}")
+    error = _assert_one_error_line(capsys, _status(["verilog", "--svl", "128", "-o",
+                                                    str(tmp_path)]), "overwrite")
+    assert "zatile_engine.json' exists; pass --force" in error
+    assert (tmp_path / "zatile_engine.json").read_text() == "{}"
+
+
+_WORDS = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                 max_size=12)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=st.sampled_from(["asm", "disasm", "run", "compare", "campaign", "demo",
+                                "verilog"]),
+       options=st.lists(st.tuples(st.sampled_from(
+           ["--svl", "--programs", "--length", "--seed", "--backends", "--backend", "--show",
+            "--regs", "--state-in", "--state-out", "-o", "--mem-width", "--za-contexts",
+            "--features", "--supported-svls", "--save-failures", "--waves"]), _WORDS),
+           max_size=3),
+       positional=st.lists(_WORDS, max_size=2))
+def test_no_argument_list_gives_a_traceback(tmp_path_factory, capsys, command, options,
+                                            positional):
+    """Random option values: either the command refuses them in one line with status 2, or
+    it runs (quick commands only: nothing here names a readable program)."""
+    folder = tmp_path_factory.mktemp("args")
+    argv = [command, *(str(folder / p) if p and "/" not in p else p for p in positional)]
+    for option, value in options:
+        argv += [option, value]
+    if command in ("campaign", "demo") and not any(o == "--programs" for o, _ in options):
+        argv += ["--programs", "-1"]           # never start a real campaign
+    status = _status(argv)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    if status == 2:
+        assert captured.err.startswith("zatile: error: ") and captured.err.count("\n") == 1, \
+            (argv, captured.err)
+    else:
+        assert command == "demo" or status in (0, 1), (argv, status, captured)
+
+
+def _zatile(*arguments: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zatile", *arguments], capture_output=True,
+                          text=True, timeout=300, **kwargs)
+
+
+def test_end_to_end_errors_and_usage(tmp_path):
+    files = _files(tmp_path)
+    for arguments in (["run", str(files["binary"]), "--svl", "128"],
+                      ["run", str(files["program"]), "--svl", "128", "--state-in",
+                       str(files["garbage_npz"])],
+                      ["campaign", "--programs", "-1"]):
+        process = _zatile(*arguments)
+        assert process.returncode == 2 and process.stdout == ""
+        assert process.stderr.startswith("zatile: error: ") and process.stderr.count("\n") == 1
+    alone = _zatile()
+    assert alone.returncode == 2 and "campaign" in alone.stderr and "verilog" in alone.stderr
+    version = _zatile("--version")
+    assert version.returncode == 0 and version.stdout.startswith("zatile 0.")
+
+
+def test_a_closed_pipe_on_a_long_listing_ends_quietly(tmp_path):
+    binary = tmp_path / "big.bin"
+    binary.write_bytes(bytes(4) * 200_000)
+    process = subprocess.Popen([sys.executable, "-m", "zatile", "disasm", str(binary)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) != 0 and stderr == ""
+
+
+def test_help_has_a_line_per_option_and_an_example_per_command(capsys):
+    commands = next(action for action in cli._parser()._actions
+                    if isinstance(action, argparse._SubParsersAction))
+    assert set(commands.choices) >= {"asm", "disasm", "run", "compare", "campaign", "demo",
+                                     "verilog"}
+    for name, parser in commands.choices.items():
+        for action in parser._actions:
+            assert action.help, (name, action.option_strings or action.dest)
+        assert _status([name, "--help"]) == 0
+        assert f"example:\n  zatile {name} " in capsys.readouterr().out, name
+
+
+def test_json_run_is_machine_readable(tmp_path, capsys):
+    program = tmp_path / "p.s"
+    program.write_text("smstart\nrdsvl x3, #1\nmrs x4, svcr\nzero {za}\n")
+    assert main(["run", str(program), "--svl", "256", "--json", "--regs", "x3,p0",
+                 "--show", "za0.s:u32"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["written"] == {"x3": 32, "x4": 3} and report["registers"]["x3"] == 32
+    assert report["tiles"]["za0.s:u32"] == [[0] * 8] * 8 and report["trapped"] == []
