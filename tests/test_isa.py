@@ -74,10 +74,10 @@ def test_known_encodings(text, word):
 
 @pytest.mark.parametrize("text, problem", [
     ("ldr za[w12, 1], [x0, #2, mul vl]", "disagree"),
-    ("ld1w {za4h.s[w12, 0]}, p0/z, [x0]", "fit"),
-    ("ld1w {za0h.s[w11, 0]}, p0/z, [x0]", "fit"),
+    ("ld1w {za4h.s[w12, 0]}, p0/z, [x0]", "the tile number must be 0..3 for this form, not 4"),
+    ("ld1w {za0h.s[w11, 0]}, p0/z, [x0]", "must be one of W12-W15, not w11"),
     ("ld1b {z0.b}, p0/z, [x0, xzr]", "unallocated"),
-    ("fmopa za0.s, p8/m, p0/m, z0.s, z0.s", "fit"),
+    ("fmopa za0.s, p8/m, p0/m, z0.s, z0.s", "the predicate register must be 0..7 for this form, not 8"),
     ("frobnicate x0", "unknown mnemonic"),
     ("mov z6.b, #1, lsl #8", "invalid operands"),
     ("mov z6.h, #257", "cannot be encoded"),
@@ -114,3 +114,18 @@ def test_scalar_operands_follow_the_templates():
     assert destination.is_sp and destination.number == 31
     assert scalar_destination(decode(assemble_line("cntb xzr"))).is_zero
     assert scalar_destination(decode(assemble_line("msr svcr, x3"))) is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("ld1w {za0h.s[w11, 0]}, p0/z, [x0, x1, lsl #2]",
+     "the slice index register must be one of W12-W15, not w11"),
+    ("ldr za[w16, 0], [x0]", "the slice index register must be one of W12-W15, not w16"),
+    ("ld1w {za0h.s[w12, 9]}, p0/z, [x0, x1, lsl #2]",
+     "the slice offset must be 0..3 for this form, not 9"),
+    ("fmopa za9.s, p0/m, p0/m, z0.s, z1.s", "the tile number must be 0..3 for this form, not 9"),
+])
+def test_operand_errors_speak_the_assemblys_terms(text, message):
+    with pytest.raises(AsmError) as caught:
+        assemble_line(text)
+    assert str(caught.value).endswith(message)
+    assert "does not fit field" not in str(caught.value)

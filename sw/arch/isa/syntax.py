@@ -174,11 +174,18 @@ def _split_mulvl_parse(groups) -> tuple[int, int]:
     return value >> 3, value & 7
 
 
+def _slice_register(number: int) -> int:
+    """The 2-bit field of a slice index register, which must be one of W12-W15."""
+    if not 12 <= number <= 15:
+        raise AsmError(f"the slice index register must be one of W12-W15, not w{number}")
+    return number - 12
+
+
 _REG = r"([a-z]+\d*)"
 _KINDS: dict[str, _Kind] = {
     "d": _single(r"(\d+)", str, _int),
     "s": _single(r"(-?(?:0x)?[0-9a-f]+)", str, _int),
-    "w12": _single(r"w(\d+)", lambda v: f"w{v + 12}", lambda t: _int(t) - 12),
+    "w12": _single(r"w(\d+)", lambda v: f"w{v + 12}", lambda t: _slice_register(_int(t))),
     "x": _single(_REG, lambda v: _reg_text(v, "x", "xzr"), lambda t: _reg_value(t, "x", "xzr")),
     "w": _single(_REG, lambda v: _reg_text(v, "w", "wzr"), lambda t: _reg_value(t, "w", "wzr")),
     "xsp": _single(_REG, lambda v: _reg_text(v, "x", "sp"), lambda t: _reg_value(t, "x", "sp")),
