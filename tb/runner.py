@@ -201,9 +201,13 @@ class TestRun:
 
     results: Path
     tests: int
+    #: Failed, errored and skipped tests (a skipped test checked nothing), and requested tests
+    #: that never ran.
     failures: list[str]
     seconds: float
     sim_time_ns: float = 0.0
+    #: The names of the tests the results list.
+    names: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -238,10 +242,12 @@ class Build:
         test_dir.mkdir(parents=True, exist_ok=True)
         results = test_dir / "results.xml"
         extra_env = dict(extra_env or {})
-        # The simulator's Python sees this process's path, after any the caller adds.
-        paths = [*extra_env.pop("PYTHONPATH", "").split(os.pathsep), *sys.path]
-        env = {"PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in paths if p)),
-               "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO")}
+        # The simulator's Python sees this process's path, after any the caller adds. cocotb's
+        # runner sets the simulator's PYTHONPATH from sys.path, so the caller's entries go there
+        # for the duration of the run.
+        added = [p for p in extra_env.pop("PYTHONPATH", "").split(os.pathsep)
+                 if p and p not in sys.path]
+        env = {"COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO")}
         env.update(extra_env)
         plusargs = []
         if self.waves and self.simulator == "icarus":
@@ -250,6 +256,7 @@ class Build:
         # Under pytest the runner would sys.exit() on failure; we parse the results ourselves
         # to raise an error that names the failing cocotb tests.
         saved = os.environ.pop("PYTEST_CURRENT_TEST", None)
+        sys.path[:0] = added
         try:
             with contextlib.suppress(SystemExit, RuntimeError):
                 runner.test(test_module=test_module, hdl_toplevel=self.toplevel,
@@ -258,9 +265,14 @@ class Build:
                             results_xml=str(results), waves=self.waves, log_file=log_file,
                             plusargs=plusargs)
         finally:
+            del sys.path[:len(added)]
             if saved is not None:
                 os.environ["PYTEST_CURRENT_TEST"] = saved
         run = _parse_results(results, time.monotonic() - start)
+        requested = [testcase] if isinstance(testcase, str) else list(testcase or ())
+        ran = set(run.names)
+        run.failures.extend(f"{name}: never ran (no such cocotb test, or the run stopped early)"
+                            for name in requested if name not in ran)
         if check and (run.failures or not run.tests):
             detail = "\n".join(run.failures) or "the simulator produced no results"
             if log_file is not None and Path(log_file).exists():
@@ -274,14 +286,17 @@ def _parse_results(path: Path, seconds: float) -> TestRun:
     if not path.exists():
         return TestRun(path, 0, [], seconds)
     root = ElementTree.parse(path).getroot()
-    tests, failures, sim_time = 0, [], 0.0
+    tests, failures, sim_time, names = 0, [], 0.0, []
     for case in root.iter("testcase"):
         tests += 1
+        names.append(case.get("name"))
         sim_time += float(case.get("sim_time_ns", 0) or 0)
         for problem in list(case.findall("failure")) + list(case.findall("error")):
             message = problem.get("message") or ""
             failures.append(f"{case.get('name')}: {message}\n{(problem.text or '').strip()}")
-    return TestRun(path, tests, failures, seconds, sim_time)
+        if case.find("skipped") is not None:
+            failures.append(f"{case.get('name')}: skipped, so it checked nothing")
+    return TestRun(path, tests, failures, seconds, sim_time, names)
 
 
 @contextlib.contextmanager

@@ -376,3 +376,25 @@ if cocotb is not None and os.environ.get("COCOTB_TEST_MODULES"):
         contents = await reader.read(selections)
         for (space, index), content in zip(selections, contents):
             assert int.from_bytes(content, "little") & 0x3FF == index | space << 8, (space, index)
+
+
+def test_a_skipped_or_missing_cocotb_test_fails_the_run(tmp_path):
+    """The runner does not count a skipped cocotb test, or a requested one that never ran, as a
+    pass: each is reported by name."""
+    from conftest import need_tool
+    from zatile.tb.runner import SimulationFailed
+    need_tool("iverilog")
+    (tmp_path / "skipping_module.py").write_text(
+        "import cocotb\n\n\n"
+        "@cocotb.test()\nasync def checks_something(dut):\n    pass\n\n\n"
+        "@cocotb.test(skip=True)\nasync def checks_nothing(dut):\n    pass\n")
+    build = _build_loopback("icarus")
+    env = {"PYTHONPATH": str(tmp_path)}
+    run = build.run("skipping_module", extra_env=env, test_dir=tmp_path / "one",
+                    testcase="checks_something")
+    assert run.tests == 1 and run.failures == []
+    with pytest.raises(SimulationFailed, match="checks_nothing: skipped"):
+        build.run("skipping_module", extra_env=env, test_dir=tmp_path / "all")
+    with pytest.raises(SimulationFailed, match="no_such_test: never ran"):
+        build.run("skipping_module", extra_env=env, test_dir=tmp_path / "missing",
+                  testcase=["checks_something", "no_such_test"])
