@@ -92,6 +92,10 @@ _PAGE = 4096
 #: Alignment of the executable's base (the linker's AArch64 maximum page size).
 _IMAGE_ALIGN = 0x10000
 _IMAGE_LOWEST = 0x400000
+#: Unmapped space kept between the harness's executable and every memory region, so that an
+#: access past a region faults as in the model instead of landing in the harness. More than any
+#: immediate offset reaches (LDR/STR Z: 255 vector lengths, 64 KiB at SVL 2048).
+_IMAGE_GUARD = 0x10_0000
 
 # Exit statuses of the harness itself (a program's own outcome is always status 0).
 _EXIT_MAP_FAILED = 90
@@ -216,11 +220,16 @@ def _page_ranges(memory: Memory) -> list[tuple[int, int]]:
 
 
 def _image_base(ranges: list[tuple[int, int]], image_bytes: int) -> int:
-    """The lowest aligned address from which the executable misses every memory region."""
+    """The lowest aligned address from which the executable, with :data:`_IMAGE_GUARD` of
+    unmapped space on either side, misses every memory region."""
     base = _IMAGE_LOWEST
-    for start, end in ranges:
-        if start < base + image_bytes and base < end:
-            base = -(-end // _IMAGE_ALIGN) * _IMAGE_ALIGN
+    moved = True
+    while moved:
+        moved = False
+        for start, end in ranges:
+            if start < base + image_bytes + _IMAGE_GUARD and base - _IMAGE_GUARD < end:
+                base = -(-(end + _IMAGE_GUARD) // _IMAGE_ALIGN) * _IMAGE_ALIGN
+                moved = True
     return base
 
 
