@@ -7,6 +7,7 @@ import inspect
 import itertools
 import os
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -290,6 +291,63 @@ def test_waveforms_on_request(simulator):
              "verilator": ["dump.fst"] if _fst_available() else ["dump.vcd"]}[simulator]
     for name in names:
         assert (run / name).stat().st_size > 1000, name
+    assert build.waves_file(run) == run / names[0]
+    assert build.trace_format == names[0].rsplit(".", 1)[1]
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_build_says_what_it_builds_and_where_unless_quiet(quiet, monkeypatch, tmp_path,
+                                                            capfd):
+    """An uncached build names the design, the simulator and the cache folder on stderr (an
+    engine build takes minutes); ZATILE_QUIET=1 silences it. Icarus builds in a second."""
+    from conftest import need_tool
+    from zatile.tb import runner
+    need_tool("iverilog")
+    monkeypatch.setattr(runner, "CACHE", tmp_path)
+    monkeypatch.setenv("ZATILE_QUIET", "1" if quiet else "0")
+    build = _build_loopback("icarus", waves=True)
+    assert not build.cached
+    out, err = capfd.readouterr()
+    if quiet:
+        assert err == "" and out == ""
+    else:
+        assert f"zatile: building loopback with icarus with waveforms as FST in " \
+               f"{build.directory} (cache: {tmp_path}, set by ZATILE_CACHE" in err
+        assert re.search(r"zatile: built loopback with icarus in \d+ s", err)
+        assert out == ""
+
+
+def test_a_vcd_trace_is_called_vcd():
+    from zatile.tb.runner import Build, _trace_format_note
+
+    assert _trace_format_note("vcd").startswith("as VCD (dump.vcd: Verilator's FST writer "
+                                                "needs lz4.h")
+    build = Build("verilator", Path("/x"), "top", 0.0, False, True, {"traced_as": "vcd"})
+    assert build.waves_file(Path("/run")) == Path("/run/dump.vcd")
+    assert Build("verilator", Path("/x"), "top", 0.0, False, False).waves_file(Path("/r")) is None
+
+
+@pytest.mark.parametrize("how, message", [
+    ({"extra_env": {"LOOPBACK_PLANT_SKIP": "1"}}, r"loopback_planted_skip: skipped"),
+    ({"testcase": "no_such_test"}, r"no test ran|no_such_test: requested but never ran"),
+    ({"testcase": ["loopback_debug_port", "no_such_test"]},
+     r"no_such_test: requested but never ran"),
+])
+def test_a_skipped_or_missing_cocotb_test_fails_the_run(how, message):
+    """Only failures and errors used to count: a skipped test, or one a filter never reached,
+    passed silently. Verilator's loopback build is the cheapest cached design."""
+    from zatile.tb.runner import SimulationFailed
+
+    build = _build_loopback("verilator")
+    extra_env = {"PYTHONPATH": str(Path(__file__).parent), "LOOPBACK_SEED": "1",
+                 **how.get("extra_env", {})}
+    run_dir = build.directory / "run-planted"
+    with pytest.raises(SimulationFailed, match=message):
+        build.run("test_tb_vip", extra_env=extra_env, testcase=how.get("testcase"),
+                  test_dir=run_dir)
+    run = build.run("test_tb_vip", extra_env=extra_env, testcase=how.get("testcase"),
+                    test_dir=run_dir, check=False)
+    assert not run.failures
 
 
 # ----------------------------------------------------------------------------- cocotb side
@@ -376,3 +434,8 @@ if cocotb is not None and os.environ.get("COCOTB_TEST_MODULES"):
         contents = await reader.read(selections)
         for (space, index), content in zip(selections, contents):
             assert int.from_bytes(content, "little") & 0x3FF == index | space << 8, (space, index)
+
+    if os.environ.get("LOOPBACK_PLANT_SKIP"):
+        @cocotb.test(skip=True)
+        async def loopback_planted_skip(dut):
+            """Skipped on purpose: the pytest that launched the run must fail."""
