@@ -149,6 +149,9 @@ def test_coverage_bins_sample_and_merge():
     assert other.bins["outcome"]["LD1D_ZA_V:ok"] == 2
     report = other.report()
     assert report.startswith(f"functional coverage: {other.totals()[0]}/{total}")
+    unhit = other.unhit()
+    assert len(unhit) == total - other.totals()[0]
+    assert "outcome/LD1D_ZA_V:ok" not in unhit and "outcome/LD1D_ZA_V:fault" in unhit
 
 
 # ----------------------------------------------------------------------------- loopback design
