@@ -76,6 +76,12 @@ def assemble_line(text: str) -> int:
     operands = rest[0].strip() if rest else ""
     candidates = _BY_MNEMONIC.get(mnemonic)
     if candidates is None:
+        if mnemonic.startswith("."):
+            raise AsmError(f"directive '{mnemonic}' is not supported: a program is "
+                           "instructions of the subset only")
+        if mnemonic.endswith(":") or operands.startswith(":"):
+            raise AsmError("labels are not supported: a program is straight-line "
+                           "instructions of the subset only")
         raise AsmError(f"unknown mnemonic '{mnemonic}'")
     problems = []
     for form in candidates:
