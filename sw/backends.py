@@ -95,15 +95,18 @@ class Comparison:
         return sorted({*modelled, *self.explained_ids})
 
     def to_json_dict(self) -> dict:
-        """The comparison as JSON-ready data: the verdict, divergences and each run's traps."""
+        """The comparison for scripts: the difference, the divergences recognised and the
+        differences they explain, the pairs compared, each backend's traps."""
         return {
             "difference": self.difference,
             "divergences": self.divergences,
             "explained": list(self.explained),
             "pairs": [list(pair) for pair in self.pairs],
-            "trapped": {name: [{"index": o.index, "text": o.text,
-                                "outcome": describe_outcome(o)} for o in run.trapped]
-                        for name, run in self.outcomes.items()},
+            "outcomes": {name: {"instructions": len(run.outcomes),
+                                "trapped": [{"index": o.index, "text": o.text, "status": o.status,
+                                             "smtc": o.smtc, "fault_address": o.fault_address}
+                                            for o in run.trapped]}
+                         for name, run in self.outcomes.items()},
         }
 
 

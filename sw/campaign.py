@@ -32,6 +32,8 @@ class CampaignReport:
     explained: list[str] = field(default_factory=list)
     divergences: Counter = field(default_factory=Counter)
     per_svl: Counter = field(default_factory=Counter)
+    #: Folders of the saved failing programs (``save_failures``).
+    saved: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -57,7 +59,8 @@ class CampaignReport:
                 "instructions": self.instructions, "trapped": self.trapped,
                 "per_svl": {str(svl): n for svl, n in sorted(self.per_svl.items())},
                 "mismatches": self.mismatches, "explained": self.explained,
-                "divergences": dict(sorted(self.divergences.items())), "ok": self.ok}
+                "divergences": dict(sorted(self.divergences.items())), "saved": self.saved,
+                "ok": self.ok}
 
 
 def campaign_program(seed: int, svl: int, index: int, length: int) -> GeneratedProgram:
@@ -97,7 +100,7 @@ def run_campaign(programs: int, svls: list[int], length: int, seed: int,
     Raises
     ------
     ValueError
-        For a negative program count, a length below 1, or no SVLs or backends.
+        For a negative program count, a length below 1, no SVL or fewer than two backends.
     """
     if programs < 0:
         raise ValueError(f"the number of programs must be 0 or more, not {programs}")
@@ -105,8 +108,8 @@ def run_campaign(programs: int, svls: list[int], length: int, seed: int,
         raise ValueError(f"the program length must be at least 1 instruction, not {length}")
     if not svls:
         raise ValueError("a campaign needs at least one SVL")
-    if not backends:
-        raise ValueError("a campaign needs backends to compare")
+    if len(backends) < 2:
+        raise ValueError(f"a campaign compares at least two backends, not {list(backends)!r}")
     report = CampaignReport(backends=list(backends))
     config = EngineConfig(max_svl=max(svls))
     total = programs * len(svls)
@@ -117,8 +120,9 @@ def run_campaign(programs: int, svls: list[int], length: int, seed: int,
             _record(report, result, backends, f"seed={seed} svl={svl} program={index}")
             report.per_svl[svl] += 1
             if not result.agree and save_failures is not None:
-                _save_failure(Path(save_failures) / f"seed{seed}-svl{svl}-p{index}", program,
-                              svl, backends)
+                folder = Path(save_failures) / f"seed{seed}-svl{svl}-p{index}"
+                _save_failure(folder, program, svl, backends)
+                report.saved.append(str(folder))
             if progress is not None:
                 progress(report.programs, total)
     return report

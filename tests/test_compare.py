@@ -221,6 +221,7 @@ def test_compare_names_a_planted_difference(planted_rtl, place):
     assert not comparison.agree
     assert PLANTED[place][1] in comparison.difference
     assert comparison.to_json_dict()["difference"] == comparison.difference
+    assert comparison.to_json_dict()["pairs"] == [["model", "rtl"]]
 
 
 @pytest.mark.parametrize("place", ["za", "x (scalar result)", "status"])
@@ -253,14 +254,16 @@ def test_campaign_saves_a_failing_program_to_replay(planted_rtl, tmp_path):
     assert "zatile compare program.s --svl 128 --state-in state.npz --backends model,rtl" \
         in (folder / "replay.sh").read_text()
     assert ArchState.load(folder / "state.npz").svl == 128
+    assert report.saved == [str(tmp_path / "seed3-svl128-p0"), str(folder)]
     assert report.to_json_dict()["mismatches"] == report.mismatches
+    assert report.to_json_dict()["saved"] == report.saved
 
 
 @pytest.mark.parametrize("arguments, message", [
     ({"programs": -1}, "number of programs must be 0 or more, not -1"),
     ({"length": 0}, "program length must be at least 1 instruction, not 0"),
     ({"svls": []}, "at least one SVL"),
-    ({"backends": []}, "needs backends"),
+    ({"backends": ["model"]}, r"at least two backends, not \['model'\]"),
 ])
 def test_campaign_arguments_are_checked_in_user_terms(arguments, message):
     kwargs = {"programs": 1, "svls": [128], "length": 1, "seed": 1,
@@ -310,6 +313,7 @@ def test_a_known_divergence_is_reported_by_its_id_never_as_a_mismatch(
     assert comparison.agree, comparison.difference
     assert comparison.divergences == [divergence]
     assert len(comparison.explained) == 1
+    assert comparison.to_json_dict()["explained"] == list(comparison.explained)
     assert comparison.explained[0].startswith(f"{shown}") and divergence in \
         comparison.explained[0]
     source, state = tmp_path / "p.s", tmp_path / "s.npz"
