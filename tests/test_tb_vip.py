@@ -320,6 +320,31 @@ def test_a_build_says_what_it_builds_and_where_unless_quiet(quiet, monkeypatch, 
         assert out == ""
 
 
+def test_waiting_for_another_build_is_said(tmp_path, capfd, monkeypatch):
+    import fcntl
+    import threading
+
+    from zatile.tb.runner import _locked
+
+    monkeypatch.delenv("ZATILE_QUIET", raising=False)
+    lock_path = tmp_path / "design.lock"
+    entered = threading.Event()
+    with open(lock_path, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+
+        def wait_for_it():
+            with _locked(lock_path, "another process's build of loopback"):
+                entered.set()
+
+        waiter = threading.Thread(target=wait_for_it)
+        waiter.start()
+        assert not entered.wait(0.5)                       # blocked behind the held lock
+        fcntl.flock(held, fcntl.LOCK_UN)
+    waiter.join(5)
+    assert entered.is_set()
+    assert "zatile: waiting for another process's build of loopback" in capfd.readouterr().err
+
+
 def test_a_vcd_trace_is_called_vcd():
     from zatile.tb.runner import Build, _trace_format_note
 
