@@ -230,6 +230,10 @@ def test_campaign_and_cli_report_a_planted_difference(planted_rtl, place, capsys
     report = run_campaign(programs=2, svls=[128], length=8, seed=1, backends=["model", "rtl"])
     assert len(report.mismatches) == 2 and not report.ok
     assert report.mismatches[0].startswith("seed=1 svl=128 program=0: ")
+    campaign = ["campaign", "--programs", "2", "--svl", "128", "--length", "8", "--seed", "1",
+                "--backends", "model,rtl"]
+    assert main(campaign) == 1
+    assert "MISMATCH seed=1 svl=128 program=0: " in capsys.readouterr().out
     program = tmp_path / "p.s"
     program.write_text(PROGRAM)
     state = tmp_path / "s.npz"
@@ -240,6 +244,7 @@ def test_campaign_and_cli_report_a_planted_difference(planted_rtl, place, capsys
     planted_rtl(None)
     assert main(["compare", str(program), "--svl", "256", "--state-in", str(state),
                  "--backends", "model,rtl"]) == 0
+    assert main(campaign) == 0
 
 
 def test_campaign_saves_a_failing_program_to_replay(planted_rtl, tmp_path):
