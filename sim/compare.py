@@ -7,7 +7,7 @@ import numpy as np
 from zatile.sim.run import InstructionOutcome
 from zatile.sim.state import ArchState
 
-__all__ = ["first_difference", "describe_outcome"]
+__all__ = ["first_difference", "za_location", "describe_outcome"]
 
 
 def first_difference(left: ArchState, right: ArchState, *, compare_za: bool = True) -> str | None:
@@ -25,8 +25,8 @@ def first_difference(left: ArchState, right: ArchState, *, compare_za: bool = Tr
         differing = np.argwhere(mine != theirs)
         if differing.size:
             row, byte = (int(v) for v in differing[0])
-            label = f"za row {row}" if name == "za" else f"{name}{row}"
-            return (f"{label} byte {byte}: 0x{int(mine[row, byte]):02x} != "
+            label = za_location(row, byte) if name == "za" else f"{name}{row} byte {byte}"
+            return (f"{label}: 0x{int(mine[row, byte]):02x} != "
                     f"0x{int(theirs[row, byte]):02x}")
     differing = np.flatnonzero(left.ffr != right.ffr)
     if differing.size:
@@ -44,7 +44,15 @@ def first_difference(left: ArchState, right: ArchState, *, compare_za: bool = Tr
     return None
 
 
+def za_location(row: int, byte: int) -> str:
+    """A ZA byte in tile terms, through the 32-bit tiles: ZA row ``4 * slice + tile`` is
+    horizontal slice ``slice`` of ``za<tile>h.s`` and its bytes ``4e..4e+3`` are element ``e``."""
+    return (f"za{row % 4}h.s slice {row // 4} element {byte // 4} "
+            f"(za row {row} byte {byte})")
+
+
 def describe_outcome(outcome: InstructionOutcome) -> str:
+    """An instruction's outcome in words, e.g. ``fault at 0x410700`` or ``sme_trap (SMTC 3)``."""
     if outcome.status == "sme_trap":
         return f"sme_trap (SMTC {outcome.smtc})"
     if outcome.status == "fault":

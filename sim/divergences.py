@@ -44,9 +44,16 @@ __all__ = [
     "Quirk",
     "triggered",
     "modelled_quirks",
+    "quirks_among",
     "qemu_vertical_ld1_written",
     "qemu_vertical_ld1_za",
     "QEMU_PAGE_SIZE",
+    "QEMU_FPCR_KEPT",
+    "QEMU_FPSR_KEPT",
+    "AFP_EBF16_FPCR_BITS",
+    "qemu_maps",
+    "outcome_divergence",
+    "state_divergence",
 ]
 
 Version = tuple[int, ...]
@@ -157,9 +164,10 @@ NON_STREAMING_SVE = Divergence(
     affected=((_FIRST_SME_QEMU, None),),
     handling=Handling.AVOIDED,
     how=("Avoided: sim.progen issues streaming-SVE instructions only while SM=1 "
-         "(streaming_sve_only_when_sm=True). If one occurs anyway the outcomes differ (model "
-         "UNDEF/SIGILL, QEMU ok) and the comparison reports it; it cannot be modelled because "
-         "the non-streaming vector length is not part of the engine."),
+         "(streaming_sve_only_when_sm=True). Recognised when it occurs anyway (model UNDEF, "
+         "QEMU ok, e.g. CNTD at SM=0): reported as this divergence and the rest of that run is "
+         "not compared; it cannot be modelled because the non-streaming vector length is not "
+         "part of the engine."),
 )
 
 ZA_UNKNOWN_AFTER_DISABLE = Divergence(
@@ -185,7 +193,11 @@ PAGE_GRANULAR_MEMORY = Divergence(
     reference='docs/divergences.md, "qemu-page-granular-memory"; sim/qemu.py module notes',
     affected=((_FIRST_SME_QEMU, None),),
     handling=Handling.AVOIDED,
-    how="Avoided: regions of compared programs are page-aligned and a whole number of pages.",
+    how=("Avoided in generated programs: their region is page-aligned and a whole number of "
+         "pages, and the harness keeps 1 MiB of unmapped space around its own executable. "
+         "Recognised elsewhere: an instruction the model faults on at an address inside a "
+         "page QEMU maps, while QEMU completes it, is reported as this divergence and the rest "
+         "of that run is not compared."),
 )
 
 FPCR_AFP_EBF16 = Divergence(
@@ -199,8 +211,10 @@ FPCR_AFP_EBF16 = Divergence(
                "sim/qemu.py module notes"),
     affected=(((8, 0), None),),
     handling=Handling.AVOIDED,
-    how=("Avoided: initial FPCR values of compared programs set only RMode, FZ, FZ16 and DN; "
-         "no instruction of the subset writes FPCR."),
+    how=("Avoided: initial FPCR values of generated programs set only RMode, FZ, FZ16 and DN; "
+         "no instruction of the subset writes FPCR. Recognised when an initial state sets "
+         "FIZ/AH/NEP/EBF or a bit QEMU does not keep: a state difference of the "
+         "model-versus-QEMU pair is then reported as this divergence."),
 )
 
 #: Every known divergence.
@@ -355,6 +369,59 @@ def qemu_vertical_ld1_za(decoded: Decoded, before: ArchState, after: ArchState,
     return za
 
 
+# --------------------------------------------------------------------------- recognition
+#: FPCR and FPSR bits QEMU 10 keeps on MSR (measured; tests/test_qemu.py); the others read as 0.
+QEMU_FPCR_KEPT = 0x07FF2007
+QEMU_FPSR_KEPT = 0xF800009F
+#: FPCR.FIZ, AH, NEP [2:0] (FEAT_AFP) and EBF [13] (FEAT_EBF16): QEMU 10 acts on them, the
+#: engine does not have the features.
+AFP_EBF16_FPCR_BITS = 0x2007
+
+
+def qemu_maps(address: int, regions: Mapping[int, np.ndarray],
+              page_size: int = QEMU_PAGE_SIZE) -> bool:
+    """Whether the QEMU harness maps ``address``: it maps every page a region touches."""
+    page = address // page_size
+    return any(base // page_size <= page <= (base + data.size - 1) // page_size
+               for base, data in regions.items() if data.size)
+
+
+def outcome_divergence(triggered_ids, model_status: str, model_fault_address: int | None,
+                       qemu_signal: str | None, regions: Mapping[int, np.ndarray]) -> str | None:
+    """The id of the known divergence that explains an instruction the model and QEMU end
+    differently, or None when none does (a real mismatch).
+
+    Parameters
+    ----------
+    triggered_ids : collection of str
+        What :func:`triggered` said for the instruction, from the state before it.
+    model_status : str
+        The model's outcome (``ok``, ``undef``, ``sme_trap``, ``fault``).
+    model_fault_address : int or None
+        The model's fault address for ``fault``.
+    qemu_signal : str or None
+        The signal QEMU reported (None when the instruction completed).
+    regions : mapping of int to numpy.ndarray
+        The memory regions of the run (their pages are what QEMU maps).
+    """
+    if qemu_signal is not None:
+        return None
+    if model_status == "undef" and NON_STREAMING_SVE.id in triggered_ids:
+        return NON_STREAMING_SVE.id
+    if model_status == "fault" and qemu_maps(model_fault_address, regions):
+        return PAGE_GRANULAR_MEMORY.id
+    return None
+
+
+def state_divergence(initial: ArchState) -> str | None:
+    """The id of the known divergence that makes QEMU's final state from ``initial`` differ
+    from the model's whatever the program: FPCR bits of FEAT_AFP/EBF16 (QEMU acts on them) or
+    FPCR/FPSR bits QEMU does not keep. None when ``initial`` has none of them."""
+    if initial.fpcr & (AFP_EBF16_FPCR_BITS | ~QEMU_FPCR_KEPT) or initial.fpsr & ~QEMU_FPSR_KEPT:
+        return FPCR_AFP_EBF16.id
+    return None
+
+
 @dataclass(frozen=True)
 class Quirk:
     """A modelled divergence: ``apply(word, before, after, result)`` turns the model's
@@ -377,5 +444,9 @@ _QUIRKS: dict[str, Quirk] = {
 def modelled_quirks(word: int, state: ArchState, *,
                     qemu_version: Version = QEMU_ORACLE_VERSION) -> list[Quirk]:
     """The modelled divergences instruction ``word`` triggers from ``state`` (before it runs)."""
-    return [_QUIRKS[i] for i in triggered(decode(word), state, qemu_version=qemu_version)
-            if i in _QUIRKS]
+    return quirks_among(triggered(decode(word), state, qemu_version=qemu_version))
+
+
+def quirks_among(ids) -> list[Quirk]:
+    """The modelled divergences among ``ids`` (as :func:`triggered` returns them)."""
+    return [_QUIRKS[i] for i in ids if i in _QUIRKS]

@@ -14,6 +14,7 @@ from zatile.sim.model import ReferenceModel
 from zatile.sim.state import ArchState
 from zatile.sw.arch.asm import parse_program
 from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.isa import decode
 
 __all__ = ["InstructionOutcome", "RunOutcome", "run_model"]
 
@@ -31,6 +32,9 @@ class InstructionOutcome:
     status: str
     smtc: int | None = None
     fault_address: int | None = None
+    #: Ids of the known QEMU divergences the instruction can trigger from the state before it
+    #: (:func:`zatile.sim.divergences.triggered`); recorded by the model run with QEMU quirks.
+    triggered: tuple[str, ...] = ()
 
     @property
     def signal(self) -> str | None:
@@ -66,13 +70,15 @@ def run_model(source: str, initial: ArchState, config: EngineConfig,
     model = ReferenceModel(config, initial.copy())
     outcomes, used = [], []
     for index, instruction in enumerate(parse_program(source)):
-        quirks = divergences.modelled_quirks(instruction.word, model.state) if qemu_quirks else []
+        triggered = tuple(divergences.triggered(decode(instruction.word), model.state)) \
+            if qemu_quirks else ()
+        quirks = divergences.quirks_among(triggered)
         before = model.state.copy() if quirks else None
         result = model.execute(instruction.word)
         for quirk in quirks:
             quirk.apply(instruction.word, before, model.state, result)
             used.append(quirk.id)
         outcomes.append(InstructionOutcome(index, instruction.text, result.status.value,
-                                           result.smtc, result.fault_address))
+                                           result.smtc, result.fault_address, triggered))
     return RunOutcome("model+qemu-quirks" if qemu_quirks else "model", model.state, outcomes,
                       za_valid=model.state.za_enabled, divergences=sorted(set(used)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zatile.sim import divergences
 from zatile.sim.compare import describe_outcome, first_difference
 from zatile.sim.qemu import run_qemu
 from zatile.sim.run import InstructionOutcome, RunOutcome, run_model
@@ -63,22 +64,50 @@ def run_program(backend: str, source: str, initial: ArchState,
 class Comparison:
     """Result of running one program on several backends."""
 
-    #: Each backend's own run (the model's is the architecture's, without QEMU's quirks).
+    #: Each backend's own run (the model's is the architecture's, without QEMU's quirks). When
+    #: QEMU is compared with a backend other than the model, the model runs too, as the
+    #: reference between them, and its run is here as well.
     outcomes: dict[str, RunOutcome]
-    #: None when every backend agrees; otherwise the first difference, named.
+    #: None when no pair differs except through a known divergence; otherwise the first real
+    #: difference, named (a mismatch).
     difference: str | None
     #: The model run with QEMU's modelled divergences applied, when the model is compared with
     #: QEMU; that pair, and only that pair, is compared through it.
     model_as_qemu: RunOutcome | None = None
+    #: Differences explained by a known divergence, each naming its id; the pair's comparison
+    #: stops at such a difference (its states are no longer expected to agree).
+    explained: tuple[str, ...] = ()
+    #: Ids of the divergences behind :attr:`explained`.
+    explained_ids: tuple[str, ...] = ()
+    #: The pairs compared, (reference, other).
+    pairs: tuple[tuple[str, str], ...] = ()
 
     @property
     def agree(self) -> bool:
+        """True when nothing but known divergences separates the backends."""
         return self.difference is None
 
     @property
     def divergences(self) -> list[str]:
-        """Ids of the known QEMU divergences the comparison recognised and allowed for."""
-        return self.model_as_qemu.divergences if self.model_as_qemu else []
+        """Ids of the known QEMU divergences recognised: those modelled (applied to the model's
+        run) and those that explained a difference."""
+        modelled = self.model_as_qemu.divergences if self.model_as_qemu else []
+        return sorted({*modelled, *self.explained_ids})
+
+    def to_json_dict(self) -> dict:
+        """The comparison for scripts: the difference, the divergences recognised and the
+        differences they explain, the pairs compared, each backend's traps."""
+        return {
+            "difference": self.difference,
+            "divergences": self.divergences,
+            "explained": list(self.explained),
+            "pairs": [list(pair) for pair in self.pairs],
+            "outcomes": {name: {"instructions": len(run.outcomes),
+                                "trapped": [{"index": o.index, "text": o.text, "status": o.status,
+                                             "smtc": o.smtc, "fault_address": o.fault_address}
+                                            for o in run.trapped]}
+                         for name, run in self.outcomes.items()},
+        }
 
     def to_json_dict(self) -> dict:
         """The comparison for scripts: the difference, the divergences, each backend's traps."""
@@ -101,56 +130,105 @@ def _side(name: str, other: str, outcomes: dict[str, RunOutcome],
     return outcomes[name]
 
 
+@dataclass(frozen=True)
+class _PairVerdict:
+    """How one pair compared: a real difference, or one a known divergence explains."""
+
+    difference: str | None = None
+    explained: str | None = None
+    divergence: str | None = None
+
+
 def _pair_difference(left_name: str, left: RunOutcome, right_name: str,
-                     right: RunOutcome) -> str | None:
+                     right: RunOutcome, initial: ArchState) -> _PairVerdict:
     """The first difference between two runs, by instruction outcome then by final state.
 
-    QEMU reports only the signal an instruction raised, so a pair with QEMU compares signals.
+    QEMU reports only the signal an instruction raised, so a pair with QEMU compares signals,
+    and is always with the model (:func:`_pairs`); a difference there that a known divergence
+    explains (``initial`` gives the regions and FPCR it depends on) is returned as explained,
+    not as a difference.
     """
+    with_qemu = "qemu" in (left_name, right_name)
     for mine, theirs in zip(left.outcomes, right.outcomes):
-        if "qemu" in (left_name, right_name):
+        if with_qemu:
             same = mine.signal == theirs.signal
         else:
             same = (mine.status, mine.smtc, mine.fault_address) == \
                    (theirs.status, theirs.smtc, theirs.fault_address)
         if not same:
-            return (f"instruction {mine.index} '{mine.text}': {left_name} "
+            text = (f"instruction {mine.index} '{mine.text}': {left_name} "
                     f"{describe_outcome(mine)} != {right_name} {describe_outcome(theirs)}")
+            known = None
+            if with_qemu:
+                model, qemu = (mine, theirs) if left_name == "model" else (theirs, mine)
+                known = divergences.outcome_divergence(
+                    model.triggered, model.status, model.fault_address, qemu.signal,
+                    initial.memory.regions)
+            if known:
+                return _PairVerdict(explained=f"{text} [{known}; the rest of the run is not "
+                                              f"compared]", divergence=known)
+            return _PairVerdict(difference=text)
     difference = first_difference(left.final, right.final,
                                   compare_za=left.za_valid and right.za_valid)
-    return f"{left_name} != {right_name}: {difference}" if difference else None
+    if not difference:
+        return _PairVerdict()
+    text = f"{left_name} != {right_name}: {difference}"
+    known = divergences.state_divergence(initial) if with_qemu else None
+    if known:
+        return _PairVerdict(explained=f"{text} [{known}: the initial FPCR/FPSR]",
+                            divergence=known)
+    return _PairVerdict(difference=text)
 
 
 def _pairs(backends: list[str]) -> list[tuple[str, str]]:
-    """Every backend against the first; but when QEMU is first, the others face the model.
+    """Which runs are compared: every backend against the first, except that QEMU is only ever
+    compared with the model.
 
-    QEMU's quirks can be applied to the model only, so another backend checked against QEMU
-    directly would report them as mismatches.
+    QEMU's quirks can be applied to the model only, so any other backend checked against QEMU
+    directly would report them as mismatches: such a backend faces the model instead, and the
+    model faces QEMU (the model is added when it is not among ``backends``).
     """
-    reference = backends[0]
-    return [("model" if reference == "qemu" and name != "model" and "model" in backends
-             else reference, name) for name in backends[1:]]
+    if "qemu" in backends and "model" not in backends and len(backends) > 1:
+        backends = [*backends, "model"]
+    reference, pairs = backends[0], []
+    for name in backends[1:]:
+        pair = (reference, name)
+        if "qemu" in pair and "model" not in pair:
+            pair = ("model", name) if reference == "qemu" else ("model", "qemu")
+        if pair not in pairs:
+            pairs.append(pair)
+    return pairs
 
 
 def compare(source: str, initial: ArchState, backends: list[str],
             config: EngineConfig | None = None) -> Comparison:
-    """Run ``source`` on every backend and report the first disagreement with the first one.
+    """Run ``source`` on every backend and report the first real disagreement.
 
-    Each pair is compared with the divergences that apply to it only: the model against QEMU
-    through the model run with QEMU's modelled quirks (:attr:`Comparison.model_as_qemu`), every
-    other pair through the backends' own runs, so a QEMU quirk never shows up as, or hides, a
-    model/RTL difference.
+    Each pair is compared with the divergences that apply to it only (:func:`_pairs`): the
+    model against QEMU through the model run with QEMU's modelled quirks
+    (:attr:`Comparison.model_as_qemu`), every other pair through the backends' own runs, so a
+    QEMU quirk never shows up as, or hides, a model/RTL difference. A difference a known
+    divergence explains is listed in :attr:`Comparison.explained` under its id, never as the
+    difference.
     """
     if len(backends) < 2:
         raise ValueError(f"compare needs at least two backends, not {backends!r}")
-    outcomes = {backend: run_program(backend, source, initial, config) for backend in backends}
+    pairs = _pairs(list(backends))
+    names = list(dict.fromkeys([*backends, *(name for pair in pairs for name in pair)]))
+    outcomes = {backend: run_program(backend, source, initial, config) for backend in names}
     model_as_qemu = None
-    if "model" in backends and "qemu" in backends:
+    if "qemu" in names:
         model_as_qemu = run_program("model", source, initial, config, qemu_quirks=True)
-    for reference, name in _pairs(backends):
-        difference = _pair_difference(
+    explained, explained_ids = [], []
+    for reference, name in pairs:
+        verdict = _pair_difference(
             reference, _side(reference, name, outcomes, model_as_qemu),
-            name, _side(name, reference, outcomes, model_as_qemu))
-        if difference:
-            return Comparison(outcomes, difference, model_as_qemu)
-    return Comparison(outcomes, None, model_as_qemu)
+            name, _side(name, reference, outcomes, model_as_qemu), initial)
+        if verdict.difference:
+            return Comparison(outcomes, verdict.difference, model_as_qemu, tuple(explained),
+                              tuple(explained_ids), tuple(pairs))
+        if verdict.explained:
+            explained.append(verdict.explained)
+            explained_ids.append(verdict.divergence)
+    return Comparison(outcomes, None, model_as_qemu, tuple(explained), tuple(explained_ids),
+                      tuple(pairs))

@@ -9,22 +9,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from zatile.sw.backends import Comparison, compare
 from zatile.sim.progen import GeneratedProgram, generate_program
 from zatile.sw.arch.config import EngineConfig
-from zatile.sw.backends import compare
 
-__all__ = ["CampaignReport", "run_campaign"]
+__all__ = ["CampaignReport", "campaign_program", "run_campaign"]
 
 
 @dataclass
 class CampaignReport:
-    """What a campaign ran and found."""
+    """What a campaign ran and found.
+
+    ``mismatches`` holds real differences only; a difference that a known divergence explains
+    goes to ``explained`` and counts under its id in ``divergences``.
+    """
 
     backends: list[str]
     programs: int = 0
     instructions: int = 0
     trapped: int = 0
     mismatches: list[str] = field(default_factory=list)
+    explained: list[str] = field(default_factory=list)
     divergences: Counter = field(default_factory=Counter)
     per_svl: Counter = field(default_factory=Counter)
     #: Folders of the saved failing programs (``save_failures``).
@@ -32,79 +37,105 @@ class CampaignReport:
 
     @property
     def ok(self) -> bool:
+        """True when no program showed a real mismatch."""
         return not self.mismatches
 
     def summary(self) -> str:
+        """The report as text: counts, divergences recognised, the first 20 mismatches."""
         lines = [f"campaign {','.join(self.backends)}: {self.programs} programs "
                  f"({', '.join(f'SVL {s}: {n}' for s, n in sorted(self.per_svl.items()))}), "
                  f"{self.instructions} instructions, {self.trapped} trapped, "
                  f"{len(self.mismatches)} mismatches"]
         if self.divergences:
-            lines.append("modelled QEMU divergences exercised: " + ", ".join(
+            lines.append("known QEMU divergences recognised: " + ", ".join(
                 f"{name} x{count}" for name, count in sorted(self.divergences.items())))
+        lines.extend(f"  DIVERGENCE {e}" for e in self.explained[:20])
         lines.extend(f"  MISMATCH {m}" for m in self.mismatches[:20])
         return "\n".join(lines)
 
     def to_json_dict(self) -> dict:
-        """The report for scripts (``zatile campaign --json``)."""
+        """The report as JSON-ready data."""
         return {"backends": self.backends, "programs": self.programs,
-                "per_svl": {str(svl): count for svl, count in sorted(self.per_svl.items())},
                 "instructions": self.instructions, "trapped": self.trapped,
-                "mismatches": self.mismatches, "divergences": dict(sorted(self.divergences.items())),
-                "saved": self.saved, "ok": self.ok}
+                "per_svl": {str(svl): n for svl, n in sorted(self.per_svl.items())},
+                "mismatches": self.mismatches, "explained": self.explained,
+                "divergences": dict(sorted(self.divergences.items())), "saved": self.saved,
+                "ok": self.ok}
 
 
-def _save_failure(folder: Path, program: GeneratedProgram, svl: int, backends: list[str]) -> None:
-    """Write ``program.s``, ``state.npz`` and ``replay.sh`` (the command that reproduces it)."""
+def campaign_program(seed: int, svl: int, index: int, length: int) -> GeneratedProgram:
+    """Program ``index`` of a campaign with ``seed`` at ``svl``: a function of these only."""
+    return generate_program(random.Random(f"{seed}:{svl}:{index}"), svl, length)
+
+
+def _save_failure(folder: Path, program: GeneratedProgram, svl: int,
+                  backends: list[str]) -> None:
+    """Write ``program.s``, ``state.npz`` and ``replay.sh`` (the ``zatile compare`` command
+    that reproduces the mismatch) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "program.s").write_text(program.text)
     program.initial.save(folder / "state.npz")
     command = ["zatile", "compare", "program.s", "--svl", str(svl), "--state-in", "state.npz",
                "--backends", ",".join(backends)]
-    (folder / "replay.sh").write_text("#!/bin/sh\n# Reproduces one campaign mismatch.\n"
-                                      f'cd "$(dirname "$0")" && {shlex.join(command)}\n')
+    (folder / "replay.sh").write_text(f'#!/bin/sh\ncd "$(dirname "$0")" && '
+                                      f'exec {shlex.join(command)}\n')
     (folder / "replay.sh").chmod(0o755)
 
 
-def run_campaign(programs: int, svls: list[int], length: int, seed: int, backends: list[str], *,
-                 progress: Callable[[int, int], None] | None = None,
+def run_campaign(programs: int, svls: list[int], length: int, seed: int,
+                 backends: list[str], *, progress: Callable[[int, int], None] | None = None,
                  save_failures: Path | None = None) -> CampaignReport:
     """Run ``programs`` random programs per SVL on ``backends`` and collect mismatches.
 
     Each program is reproducible from ``(seed, svl, index)``; a mismatch names them.
-    ``progress(done, total)`` is called after each program; with ``save_failures`` each failing
-    program is written to ``save_failures / f"seed{seed}-svl{svl}-p{index}"``.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each program.
+    save_failures : pathlib.Path, optional
+        Each failing program is written to ``save_failures / f"seed{seed}-svl{svl}-p{index}"``
+        (see :func:`_save_failure`).
 
     Raises
     ------
     ValueError
-        For a negative program count, a length below 1, or no SVL or fewer than two backends.
+        For a negative program count, a length below 1, no SVL or fewer than two backends.
     """
-    if programs < 0 or length < 1:
-        raise ValueError(f"need programs >= 0 and length >= 1, not {programs} and {length}")
-    if not svls or len(backends) < 2:
-        raise ValueError(f"need at least one SVL and two backends, not {svls!r} and {backends!r}")
+    if programs < 0:
+        raise ValueError(f"the number of programs must be 0 or more, not {programs}")
+    if length < 1:
+        raise ValueError(f"the program length must be at least 1 instruction, not {length}")
+    if not svls:
+        raise ValueError("a campaign needs at least one SVL")
+    if len(backends) < 2:
+        raise ValueError(f"a campaign compares at least two backends, not {list(backends)!r}")
     report = CampaignReport(backends=list(backends))
     config = EngineConfig(max_svl=max(svls))
     total = programs * len(svls)
     for svl in svls:
         for index in range(programs):
-            rng = random.Random(f"{seed}:{svl}:{index}")
-            program = generate_program(rng, svl, length)
+            program = campaign_program(seed, svl, index, length)
             result = compare(program.text, program.initial, backends, config)
-            report.programs += 1
+            _record(report, result, backends, f"seed={seed} svl={svl} program={index}")
             report.per_svl[svl] += 1
-            reference = result.outcomes[backends[0]]
-            report.instructions += len(reference.outcomes)
-            report.trapped += len(reference.trapped)
-            report.divergences.update(result.divergences)
-            if not result.agree:
-                report.mismatches.append(f"seed={seed} svl={svl} program={index}: "
-                                         f"{result.difference}")
-                if save_failures is not None:
-                    folder = Path(save_failures) / f"seed{seed}-svl{svl}-p{index}"
-                    _save_failure(folder, program, svl, backends)
-                    report.saved.append(str(folder))
+            if not result.agree and save_failures is not None:
+                folder = Path(save_failures) / f"seed{seed}-svl{svl}-p{index}"
+                _save_failure(folder, program, svl, backends)
+                report.saved.append(str(folder))
             if progress is not None:
                 progress(report.programs, total)
     return report
+
+
+def _record(report: CampaignReport, result: Comparison, backends: list[str],
+            name: str) -> None:
+    """Count one program's comparison into ``report``."""
+    report.programs += 1
+    reference = result.outcomes[backends[0]]
+    report.instructions += len(reference.outcomes)
+    report.trapped += len(reference.trapped)
+    report.divergences.update(result.divergences)
+    report.explained.extend(f"{name}: {text}" for text in result.explained)
+    if not result.agree:
+        report.mismatches.append(f"{name}: {result.difference}")

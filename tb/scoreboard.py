@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zatile.sim.compare import za_location
 from zatile.sim.model import ReferenceModel
 from zatile.sw.arch.engine import Result, Status
 from zatile.sim.state import ArchState, Memory
@@ -308,9 +309,9 @@ class Scoreboard:
             differing = np.argwhere(engine_array != model_array)
             if differing.size:
                 row, byte = (int(v) for v in differing[0])
-                label = {"za": f"ZA row {row}", "z": f"z{row}", "p": f"p{row}",
-                         "ffr": "FFR"}[name]
-                self._fail(None, f"{label} byte {byte} is 0x{int(engine_array[row, byte]):02x}, "
+                label = {"za": za_location(row, byte), "z": f"z{row} byte {byte}",
+                         "p": f"p{row} byte {byte}", "ffr": f"FFR byte {byte}"}[name]
+                self._fail(None, f"{label} is 0x{int(engine_array[row, byte]):02x}, "
                            f"model 0x{int(model_array[row, byte]):02x} ({where})")
 
 

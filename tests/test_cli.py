@@ -48,14 +48,28 @@ def test_bad_arguments_give_one_line(tmp_path, capsys):
     assert "line 2" in capsys.readouterr().err
 
 
-def test_compare_names_the_first_difference(qemu, tmp_path, capsys):
+def test_compare_names_the_first_difference(qemu, tmp_path, capsys, monkeypatch):
     source = tmp_path / "p.s"
     source.write_text("smstart\nptrue p0.s\nmov z1.s, #7\nmov za0h.s[w12, 1], p0/m, z1.s\n")
     state = ArchState(svl=128)
     state.save(tmp_path / "s.npz")
-    assert main(["compare", str(source), "--svl", "128", "--state-in",
-                 str(tmp_path / "s.npz")]) == 0
+    arguments = ["compare", str(source), "--svl", "128", "--state-in", str(tmp_path / "s.npz")]
+    assert main(arguments) == 0
     assert "agree" in capsys.readouterr().out
+    # A real difference, planted in QEMU's final ZA: one byte of za0h.s slice 1 (ZA row 4).
+    from zatile.sw import backends
+    real = backends.run_program
+
+    def planted(backend, *args, **kwargs):
+        run = real(backend, *args, **kwargs)
+        if backend == "qemu":
+            run.final.za[4, 8] ^= 1
+        return run
+
+    monkeypatch.setattr(backends, "run_program", planted)
+    assert main(arguments) == 1
+    assert "model != qemu: za0h.s slice 1 element 2 (za row 4 byte 8): 0x07 != 0x06" \
+        in capsys.readouterr().out
 
 
 def _mistakes(tmp_path):

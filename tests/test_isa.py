@@ -74,17 +74,48 @@ def test_known_encodings(text, word):
 
 @pytest.mark.parametrize("text, problem", [
     ("ldr za[w12, 1], [x0, #2, mul vl]", "disagree"),
-    ("ld1w {za4h.s[w12, 0]}, p0/z, [x0]", "the tile number must be 0..3 for this form, not 4"),
-    ("ld1w {za0h.s[w11, 0]}, p0/z, [x0]", "must be one of W12-W15, not w11"),
+    ("ld1w {za4h.s[w12, 0]}, p0/z, [x0]", "the tile must be ZA0–ZA3 for this element size, "
+                                          "not ZA4"),
+    ("ld1w {za0h.s[w11, 0]}, p0/z, [x0]", "the slice index register must be W12–W15, not W11"),
     ("ld1b {z0.b}, p0/z, [x0, xzr]", "unallocated"),
-    ("fmopa za0.s, p8/m, p0/m, z0.s, z0.s", "the predicate register must be 0..7 for this form, not 8"),
+    ("fmopa za0.s, p8/m, p0/m, z0.s, z0.s", "the governing predicate must be P0–P7, not P8"),
     ("frobnicate x0", "unknown mnemonic"),
+    (".word 5", "directive '.word' is not supported"),
+    ("loop:", "labels are not supported"),
+    ("ldr z0, [x32]", "expected an x-register or sp, found 'x32'"),
     ("mov z6.b, #1, lsl #8", "invalid operands"),
     ("mov z6.h, #257", "cannot be encoded"),
 ])
 def test_bad_text_is_rejected_with_a_reason(text, problem):
     with pytest.raises(AsmError, match=problem):
         assemble_line(text)
+
+
+#: Operands out of range: the message speaks of registers, tiles, offsets and immediates as the
+#: user wrote them, never of encoding fields (tests/test_isa_binutils.py checks GNU as rejects
+#: each line too).
+OUT_OF_RANGE = {
+    "ld1w {za0h.s[w16, 0]}, p0/z, [x0]": "the slice index register must be W12–W15, not W16",
+    "ldr za[w11, 0], [x0]": "the slice index register must be W12–W15, not W11",
+    "ld1w {za0h.s[w12, 4]}, p0/z, [x0]": "the slice offset must be between 0 and 3, not 4",
+    "ld1d {za8h.d[w12, 0]}, p0/z, [x0]": "the tile must be ZA0–ZA7 for this element size, "
+                                         "not ZA8",
+    "fmopa za4.s, p0/m, p0/m, z0.s, z1.s": "the tile must be ZA0–ZA3 for this element size, "
+                                           "not ZA4",
+    "fmopa za0.s, p0/m, p0/m, z32.s, z1.s": "the vector register must be Z0–Z31, not Z32",
+    "ptrue p16.s": "the predicate register must be P0–P15, not P16",
+    "rdsvl x0, #64": "the immediate must be between -32 and 31, not 64",
+    "ld1w {z0.s}, p0/z, [x0, #8, mul vl]": "the offset must be between -8 and 7 vector "
+                                           "lengths, not 8",
+}
+
+
+@pytest.mark.parametrize("text", OUT_OF_RANGE)
+def test_out_of_range_operands_are_named_in_user_terms(text):
+    with pytest.raises(AsmError) as caught:
+        assemble_line(text)
+    assert str(caught.value) == f"invalid operands for '{text.split()[0]}': {OUT_OF_RANGE[text]}"
+    assert "field" not in str(caught.value)
 
 
 def test_program_errors_name_the_line():
@@ -114,18 +145,3 @@ def test_scalar_operands_follow_the_templates():
     assert destination.is_sp and destination.number == 31
     assert scalar_destination(decode(assemble_line("cntb xzr"))).is_zero
     assert scalar_destination(decode(assemble_line("msr svcr, x3"))) is None
-
-
-@pytest.mark.parametrize("text, message", [
-    ("ld1w {za0h.s[w11, 0]}, p0/z, [x0, x1, lsl #2]",
-     "the slice index register must be one of W12-W15, not w11"),
-    ("ldr za[w16, 0], [x0]", "the slice index register must be one of W12-W15, not w16"),
-    ("ld1w {za0h.s[w12, 9]}, p0/z, [x0, x1, lsl #2]",
-     "the slice offset must be 0..3 for this form, not 9"),
-    ("fmopa za9.s, p0/m, p0/m, z0.s, z1.s", "the tile number must be 0..3 for this form, not 9"),
-])
-def test_operand_errors_speak_the_assemblys_terms(text, message):
-    with pytest.raises(AsmError) as caught:
-        assemble_line(text)
-    assert str(caught.value).endswith(message)
-    assert "does not fit field" not in str(caught.value)

@@ -15,7 +15,7 @@ from zatile.sw.arch.asm import AsmError, assemble_line, disassemble, parse_progr
 from zatile.sim.binutils import gnu_assemble, gnu_disassemble
 from zatile.sw.arch.isa import FORMS, decode
 from tests.conftest import need_tool
-from tests.test_isa import random_instance
+from tests.test_isa import OUT_OF_RANGE, random_instance
 
 #: objdump behaviours that are not the architecture's (docs/isa.md, "Disassembly conventions"); each is a
 #: predicate over (word, objdump text). Nothing else may differ.
@@ -121,6 +121,26 @@ def test_what_gnu_as_rejects_is_an_error_naming_the_line(line):
     with pytest.raises(subprocess.CalledProcessError):
         gnu_assemble(["smstop", line])
     with pytest.raises(AsmError, match="^line 2: "):
+        parse_program(f"smstop\n{line}\n")
+
+
+def test_operands_we_call_out_of_range_gnu_as_rejects_too():
+    need_tool("as")
+    for line in OUT_OF_RANGE:
+        with pytest.raises(subprocess.CalledProcessError):
+            gnu_assemble([line])
+
+
+@pytest.mark.parametrize("line, message", [
+    (".word 5", "directive '.word' is not supported"),
+    ("loop:", "labels are not supported"),
+    ("loop: smstart", "labels are not supported"),
+])
+def test_what_gnu_as_accepts_but_a_program_may_not_hold_is_an_error_naming_the_line(line,
+                                                                                   message):
+    need_tool("as")
+    gnu_assemble(["smstop", line])                         # valid to GNU as
+    with pytest.raises(AsmError, match=f"^line 2: {message}"):
         parse_program(f"smstop\n{line}\n")
 
 

@@ -166,6 +166,17 @@ def test_loads_from_unmapped_addresses_are_sigsegv(qemu):
     assert result.state.memory == initial.memory
 
 
+@pytest.mark.parametrize("past_end", [0, 0x700, 0xFF00])
+def test_an_access_past_a_page_aligned_region_faults_as_in_the_model(qemu, past_end):
+    """The harness executable keeps clear of the space after a region (the SVL 2048 campaign
+    seeds 4242 and 77 once loaded from it: ``ldr z9, [sp, #135, mul vl]`` read the harness)."""
+    initial = ArchState(svl=2048, svcr=1, memory=Memory({0x400000: np.ones(0x10000, np.uint8)}))
+    initial.x[1] = 0x410000 + past_end
+    result = run_qemu("ldr z9, [x1]\nldr x5, [x1]\n", initial)
+    assert result.trapped == {0: "SIGSEGV", 1: "SIGSEGV"}
+    assert not result.state.z[9].any() and result.state.x[5] == 0
+
+
 # ---------------------------------------------------------------------- errors
 def test_assembler_errors_quote_the_line(qemu):
     with pytest.raises(ProgramError, match=r"line 3: .*W12-W15.*'ld1w \{za0h.s\[w11, 0\]\}"):

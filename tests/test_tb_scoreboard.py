@@ -8,6 +8,7 @@ every comparison. Mutated results, wrong memory and illegal partial store writes
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -159,3 +160,74 @@ def test_mismatches_name_the_instruction():
     bus.memory.write(0x400010, b"\x99")
     with pytest.raises(Mismatch, match="memory 0x400010"):
         scoreboard.compare_memory()
+
+
+# --------------------------------------- every comparison of the scoreboard, shown to catch
+#: Program run before planting: leaves ZA, Z, P, FFR, memory and scalars all non-trivial.
+_PLANT_PROGRAM = ["smstart", "ptrue p1.s", "ld1w {za1h.s[w12, 3]}, p1/z, [x0]",
+                  "st1w {za1h.s[w12, 3]}, p1, [x1]", "ldr z2, [x0]", "rdsvl x20, #1"]
+
+
+def _finished_scoreboard():
+    """A scoreboard and the stand-in's snapshot after :data:`_PLANT_PROGRAM`, all agreeing."""
+    initial = initial_state(random.Random(11), 128, 0)
+    initial.memory = Memory({0x400000: np.arange(256, dtype=np.uint8)})
+    initial.x[0], initial.x[1], initial.x[12] = 0x400000, 0x400040, 0
+    bus = BusMemory(initial.memory.copy(), 16, random.Random(0))
+    stand_in = StandIn(initial, bus)
+    scoreboard = Scoreboard(CONFIG, initial, bus, name="planted")
+    host = ScalarFile(initial.x, initial.sp, initial.fpsr)
+    for text in _PLANT_PROGRAM:
+        word = assemble_line(text)
+        scoreboard.predict(word)
+        result = stand_in.issue(word, host.sources(word))
+        scoreboard.check(result)
+        host.retire(word, result)
+    snapshot = {name: np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+                for name, value in stand_in.snapshot().items()}
+    scoreboard.compare_memory()
+    scoreboard.compare_state(snapshot)
+    return scoreboard, bus, snapshot
+
+
+def _flip(array, index):
+    array[index] ^= 0x40
+
+
+@pytest.mark.parametrize("plant, where", [
+    (lambda s: _flip(s["za"], (13, 9)), r"za1h\.s slice 3 element 2 \(za row 13 byte 9\) is"),
+    (lambda s: _flip(s["z"], (2, 5)), r"z2 byte 5 is"),
+    (lambda s: _flip(s["p"], (1, 1)), r"p1 byte 1 is"),
+    (lambda s: _flip(s["ffr"], (1,)), r"FFR byte 1 is"),
+    (lambda s: s.update(svcr=2), r"svcr output 2, model 3"),
+    (lambda s: s.update(svl_bytes=32), r"svl_bytes output 32, model 16"),
+], ids=["za", "z", "p", "ffr", "svcr", "svl"])
+def test_one_planted_byte_of_state_is_named(plant, where):
+    scoreboard, _, snapshot = _finished_scoreboard()
+    plant(snapshot)
+    with pytest.raises(Mismatch, match=f"program planted: {where}"):
+        scoreboard.compare_state(snapshot)
+
+
+def test_one_planted_byte_of_memory_is_named():
+    scoreboard, bus, _ = _finished_scoreboard()
+    bus.memory.write(0x400047, b"\x00")
+    with pytest.raises(Mismatch, match=r"memory 0x400047 holds 0x00, model 0x07"):
+        scoreboard.compare_memory()
+
+
+@pytest.mark.parametrize("text, planted, where", [
+    ("rdsvl x21, #1", RtlResult("OK", 0, 17, 0, False), r"scalar result 0x11, model 0x10"),
+    ("zero {za}", RtlResult("SME_TRAP", 2, 0, 0, False), r"SMTC 2, model 3"),
+    ("zero {za}", RtlResult("UNDEF", 0, 0, 0, False), r"status UNDEF.*model SME_TRAP"),
+    ("ldr z1, [x2]", RtlResult("FAULT", 0, 0, 0x10, False), r"fault address 0x10, model 0x0"),
+    ("rdsvl x21, #1", RtlResult("OK", 0, 16, 0, True), r"fpsr_reset=1 but PSTATE.SM did not"),
+], ids=["scalar", "smtc", "status", "fault-address", "fpsr-reset"])
+def test_one_planted_result_field_is_named(text, planted, where):
+    initial = initial_state(random.Random(4), 128, 1)            # SM=1, ZA=0
+    initial.x[2] = 0
+    bus = BusMemory(initial.memory.copy(), 16, random.Random(0))
+    scoreboard = Scoreboard(CONFIG, initial, bus, name="planted")
+    scoreboard.predict(assemble_line(text))
+    with pytest.raises(Mismatch, match=f"planted, instruction #0 '{re.escape(text)}'.*{where}"):
+        scoreboard.check(planted)

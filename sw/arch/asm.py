@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 
 from zatile.sw.arch.isa import FORMS, AsmError, Form, decode, form_text, parse_operands
-from zatile.sw.arch.isa.forms import FieldRangeError
 from zatile.sw.arch.isa.syntax import literal_regex
 
 __all__ = [
@@ -42,17 +41,6 @@ def _forms_by_mnemonic() -> dict[str, list[Form]]:
 
 
 _BY_MNEMONIC = _forms_by_mnemonic()
-
-#: Fields whose range errors are worth saying in the assembly's own terms.
-_FIELD_TERMS = {"off": "the slice offset", "zada": "the tile number", "tile": "the tile number",
-                "imm": "the immediate", "imm4": "the immediate", "imm8": "the immediate",
-                "mask": "the tile mask", "pattern": "the predicate pattern",
-                **{name: "the predicate register" for name in ("pg", "pn", "pm", "pd", "pt")}}
-
-
-def _range_problem(error: FieldRangeError) -> str:
-    what = _FIELD_TERMS.get(error.field, f"field {error.field}")
-    return f"{what} must be {error.low}..{error.high} for this form, not {error.value}"
 _ALT_SPELLINGS: list[tuple[re.Pattern, Form]] = [
     (re.compile(literal_regex(text) + r"\s*$"), form)
     for form in FORMS for text in form.alt_syntax
@@ -88,6 +76,12 @@ def assemble_line(text: str) -> int:
     operands = rest[0].strip() if rest else ""
     candidates = _BY_MNEMONIC.get(mnemonic)
     if candidates is None:
+        if mnemonic.startswith("."):
+            raise AsmError(f"directive '{mnemonic}' is not supported: a program is "
+                           "instructions of the subset only")
+        if mnemonic.endswith(":") or operands.startswith(":"):
+            raise AsmError("labels are not supported: a program is straight-line "
+                           "instructions of the subset only")
         raise AsmError(f"unknown mnemonic '{mnemonic}'")
     problems = []
     for form in candidates:
@@ -100,9 +94,6 @@ def assemble_line(text: str) -> int:
             continue
         try:
             word = form.encode(**values)
-        except FieldRangeError as problem:
-            problems.append(_range_problem(problem))
-            continue
         except ValueError as problem:
             problems.append(str(problem))
             continue

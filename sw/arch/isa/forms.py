@@ -13,8 +13,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
 
-__all__ = ["Requires", "Trait", "Field", "FieldRangeError", "Form", "Decoded", "signed_offset9",
-           "shifted_imm8"]
+__all__ = ["Requires", "Trait", "Field", "Form", "Decoded", "signed_offset9", "shifted_imm8"]
 
 
 class Requires(Enum):
@@ -62,14 +61,6 @@ def shifted_imm8(imm8: int, shift: int) -> int:
     return imm8 << (8 * shift)
 
 
-class FieldRangeError(ValueError):
-    """A value that does not fit an instruction field; ``field``, ``value``, ``low``, ``high``."""
-
-    def __init__(self, field: str, value: int, low: int, high: int):
-        super().__init__(f"{value} does not fit field {field} ({low}..{high})")
-        self.field, self.value, self.low, self.high = field, value, low, high
-
-
 @dataclass(frozen=True)
 class Field:
     """A bit field ``word[hi:lo]``."""
@@ -97,7 +88,7 @@ class Field:
         low, high = (-(1 << (self.width - 1)), (1 << (self.width - 1)) - 1) if self.signed \
             else (0, (1 << self.width) - 1)
         if not low <= value <= high:
-            raise FieldRangeError(self.name, value, low, high)
+            raise ValueError(f"{value} does not fit field {self.name} ({low}..{high})")
         return (value & ((1 << self.width) - 1)) << self.lo
 
 

@@ -103,7 +103,8 @@ def _reg_value(text: str, prefix: str, thirty_one: str) -> int:
     match = re.fullmatch(prefix + r"(\d+)", text)
     if match and int(match.group(1)) <= 30:
         return int(match.group(1))
-    raise AsmError(f"expected a {prefix}-register or {thirty_one}, found '{text}'")
+    article = "an" if prefix == "x" else "a"
+    raise AsmError(f"expected {article} {prefix}-register or {thirty_one}, found '{text}'")
 
 
 class AsmError(ValueError):
@@ -174,18 +175,11 @@ def _split_mulvl_parse(groups) -> tuple[int, int]:
     return value >> 3, value & 7
 
 
-def _slice_register(number: int) -> int:
-    """The 2-bit field of a slice index register, which must be one of W12-W15."""
-    if not 12 <= number <= 15:
-        raise AsmError(f"the slice index register must be one of W12-W15, not w{number}")
-    return number - 12
-
-
 _REG = r"([a-z]+\d*)"
 _KINDS: dict[str, _Kind] = {
     "d": _single(r"(\d+)", str, _int),
     "s": _single(r"(-?(?:0x)?[0-9a-f]+)", str, _int),
-    "w12": _single(r"w(\d+)", lambda v: f"w{v + 12}", lambda t: _slice_register(_int(t))),
+    "w12": _single(r"w(\d+)", lambda v: f"w{v + 12}", lambda t: _int(t) - 12),
     "x": _single(_REG, lambda v: _reg_text(v, "x", "xzr"), lambda t: _reg_value(t, "x", "xzr")),
     "w": _single(_REG, lambda v: _reg_text(v, "w", "wzr"), lambda t: _reg_value(t, "w", "wzr")),
     "xsp": _single(_REG, lambda v: _reg_text(v, "x", "sp"), lambda t: _reg_value(t, "x", "sp")),
@@ -226,6 +220,26 @@ _REGISTER_KINDS = ("x", "w", "xsp", "wsp", "w12")
 _PLACEHOLDER = re.compile(r"\{([a-z0-9_+]+):([a-z0-9]+)\}")
 
 
+def _range_problem(name: str, kind: str, letters: str, value: int, low: int,
+                   high: int) -> str:
+    """Why operand ``value`` of field ``name`` (spelled after ``letters`` with ``kind``) is
+    out of ``low..high``, as the user wrote it."""
+    if kind == "w12":
+        return f"the slice index register must be W12–W{12 + high}, not W{value + 12}"
+    if kind == "d" and letters.endswith("za"):
+        return f"the tile must be ZA0–ZA{high} for this element size, not ZA{value}"
+    if kind == "d" and letters.endswith("p"):
+        which = "governing predicate" if high < 15 else "predicate register"
+        return f"the {which} must be P0–P{high}, not P{value}"
+    if kind == "d" and letters.endswith("z"):
+        return f"the vector register must be Z0–Z{high}, not Z{value}"
+    if name == "off":
+        return f"the slice offset must be between 0 and {high}, not {value}"
+    if kind == "mulvl":
+        return f"the offset must be between {low} and {high} vector lengths, not {value}"
+    return f"the immediate must be between {low} and {high}, not {value}"
+
+
 class _Syntax:
     """A compiled operand template: formats field values and parses operand text."""
 
@@ -233,6 +247,10 @@ class _Syntax:
         self.parts: list[tuple[tuple[str, ...], _Kind] | str] = []
         #: (field, kind name) of every general-register operand, in template order.
         self.registers: list[tuple[str, str]] = []
+        #: (field, kind name, letters the template writes just before it) of every operand
+        #: that is one field, for range checks in the user's terms.
+        self.ranged: list[tuple[str, str, str]] = []
+        self.fields = {field.name: field for field in form.fields}
         regex, position = "", 0
         for match in _PLACEHOLDER.finditer(form.syntax):
             literal = form.syntax[position:match.start()]
@@ -242,6 +260,9 @@ class _Syntax:
             kind = _KINDS[match.group(2)]
             if match.group(2) in _REGISTER_KINDS or match.group(2).startswith("rmxzr"):
                 self.registers.append((names[0], match.group(2)))
+            if len(names) == 1:
+                self.ranged.append((names[0], match.group(2),
+                                    re.search(r"[a-z]*$", literal).group(0)))
             self.parts.append((names, kind))
             regex += kind.regex
             position = match.end()
@@ -275,7 +296,19 @@ class _Syntax:
                 if name in values and values[name] != value:
                     raise AsmError(f"operand values for '{name}' disagree ({values[name]} and {value})")
                 values[name] = value
+        self._check_ranges(values)
         return values
+
+    def _check_ranges(self, values: Mapping[str, int]) -> None:
+        """Raise :class:`AsmError`, in the user's terms, for an operand out of its range."""
+        for name, kind, letters in self.ranged:
+            field = self.fields.get(name)
+            if field is None or name not in values:
+                continue
+            low, high = (-(1 << (field.width - 1)), (1 << (field.width - 1)) - 1) \
+                if field.signed else (0, (1 << field.width) - 1)
+            if not low <= values[name] <= high:
+                raise AsmError(_range_problem(name, kind, letters, values[name], low, high))
 
 
 def literal_regex(literal: str) -> str:
