@@ -109,18 +109,6 @@ class Comparison:
                          for name, run in self.outcomes.items()},
         }
 
-    def to_json_dict(self) -> dict:
-        """The comparison for scripts: the difference, the divergences, each backend's traps."""
-        return {
-            "difference": self.difference,
-            "divergences": self.divergences,
-            "outcomes": {name: {"instructions": len(run.outcomes),
-                                "trapped": [{"index": o.index, "text": o.text, "status": o.status,
-                                             "smtc": o.smtc, "fault_address": o.fault_address}
-                                            for o in run.trapped]}
-                         for name, run in self.outcomes.items()},
-        }
-
 
 def _side(name: str, other: str, outcomes: dict[str, RunOutcome],
           model_as_qemu: RunOutcome | None) -> RunOutcome:
