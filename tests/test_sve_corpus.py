@@ -13,27 +13,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
+from script_modules import load_script
 from zatile.sim.tools import tools_required
 
-
-def _load_census():
-    """scripts/sve_census.py as a module (scripts/ is not a package)."""
-    path = Path(__file__).resolve().parent.parent / "scripts" / "sve_census.py"
-    spec = importlib.util.spec_from_file_location("sve_census", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-census = _load_census()
+census = load_script("sve_census")
 
 #: The forms (mnemonic and operand shape, as scripts/sve_census.py names them) that the corpus
 #: compiles to and zatile does not implement yet, with zig 0.17's clang.
