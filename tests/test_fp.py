@@ -14,14 +14,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from script_modules import load_script
 from zatile.sim import fp, fpref
 
 RN, RP, RM, RZ = (mode << 22 for mode in range(4))
@@ -531,13 +529,8 @@ def test_fpcr_rounding_reads_rmode():
 
 @pytest.fixture(scope="module")
 def qemu_check():
-    """scripts/fp_qemu_check.py as a module (scripts/ is not a package)."""
-    path = Path(__file__).resolve().parent.parent / "scripts" / "fp_qemu_check.py"
-    spec = importlib.util.spec_from_file_location("fp_qemu_check", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    """scripts/fp_qemu_check.py as a module."""
+    return load_script("fp_qemu_check")
 
 
 @pytest.mark.tools
