@@ -2,8 +2,8 @@
 
 Every C file of ``tests/corpus/`` is compiled with the ``ziglang`` package's clang
 (``python -m ziglang cc -c --target=aarch64-linux-musl -mcpu=generic+sme``) at -O0, -O1, -O2
-and -O3. The objects are kept in ``${ZATILE_CACHE:-~/.cache/zatile}/corpus/<key>``, where the key
-hashes the sources, the flags and the zig version, so a rerun only disassembles. Every
+and -O3. The objects are kept in the project's build cache,
+``${ZATILE_CACHE:-.zatile-cache}/corpus/<key>``, where the key hashes the sources, the flags and the zig version, so a rerun only disassembles. Every
 executable section is disassembled with ``aarch64-linux-gnu-objdump -d`` and each instruction
 word is classified by its A64 top-level encoding (op0 = bits [28:25]): op0 = 0b0010 is the SVE
 space (which also holds RDVL, RDSVL, ADDSVL and ADDSPL), op0 = 0b0000 with bit 31 set is the SME
@@ -150,7 +150,7 @@ def cache_directory(sources: Sequence[Path], version: str) -> Path:
     for source in sources:
         digest.update(f"source {source.name} {len(source.read_bytes())}\n".encode())
         digest.update(source.read_bytes())
-    base = Path(os.environ.get("ZATILE_CACHE") or Path.home() / ".cache" / "zatile")
+    base = Path(os.environ.get("ZATILE_CACHE") or CORPUS.parent.parent / ".zatile-cache")
     return base / "corpus" / digest.hexdigest()[:20]
 
 
