@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from zatile.sw.arch.isa import FORMS, AsmError, Form, decode, form_text, parse_operands
+from zatile.sw.arch.isa import FORMS, Alias, AsmError, Form, decode, form_text, parse_operands
 from zatile.sw.arch.isa.syntax import literal_regex
 
 __all__ = [
@@ -32,11 +32,14 @@ _SEPARATOR = ";"
 _LINE_COMMENT = "#"
 
 
-def _forms_by_mnemonic() -> dict[str, list[Form]]:
-    table: dict[str, list[Form]] = {}
+def _forms_by_mnemonic() -> dict[str, list[tuple[Form, Alias | None]]]:
+    """Every (form, alias spelling or None) a mnemonic may name."""
+    table: dict[str, list[tuple[Form, Alias | None]]] = {}
     for form in FORMS:
         for mnemonic in (form.mnemonic, *form.aliases):
-            table.setdefault(mnemonic, []).append(form)
+            table.setdefault(mnemonic, []).append((form, None))
+        for alias in form.preferred:
+            table.setdefault(alias.mnemonic, []).append((form, alias))
     return table
 
 
@@ -84,9 +87,9 @@ def assemble_line(text: str) -> int:
                            "instructions of the subset only")
         raise AsmError(f"unknown mnemonic '{mnemonic}'")
     problems = []
-    for form in candidates:
+    for form, alias in candidates:
         try:
-            values = parse_operands(form, operands)
+            values = parse_operands(form, operands, alias)
         except AsmError as problem:
             problems.append(str(problem))
             continue

@@ -10,7 +10,7 @@
 """
 
 from zatile.sw.arch.isa.forms import (
-    Decoded, Field, Form, Requires, Trait, shifted_imm8, signed_offset9,
+    Alias, Decoded, Field, Form, Requires, Trait, shifted_imm8, signed_offset9,
 )
 from zatile.sw.arch.isa.operands import (
     GeneralRegisters, ScalarRegister, destination_of, operand_values, read_operands,
@@ -22,7 +22,7 @@ from zatile.sw.arch.isa.syntax import (
 from zatile.sw.arch.isa.table import FORMS, FORMS_BY_NAME, OPS, decode, ops_with
 
 __all__ = [
-    "Field", "Form", "Decoded", "Requires", "Trait", "signed_offset9", "shifted_imm8",
+    "Alias", "Field", "Form", "Decoded", "Requires", "Trait", "signed_offset9", "shifted_imm8",
     "FORMS", "FORMS_BY_NAME", "OPS", "decode", "ops_with",
     "AsmError", "PATTERN_ALL", "PATTERN_NAMES", "ZA_MASK_NAMES", "form_text", "parse_operands",
     "ScalarRegister", "GeneralRegisters", "scalar_sources", "scalar_destination", "sources_of",

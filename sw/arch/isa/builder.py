@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from zatile.sw.arch.isa.forms import Field, Form, Requires, Trait
+from zatile.sw.arch.isa.forms import Alias, Field, Form, Requires, Trait
 
 __all__ = ["ESIZE", "FormList", "mask_of"]
 
@@ -41,11 +41,11 @@ class FormList:
             op: str, requires: Requires, feature: str | None = None, *,
             destination: str | None = None, unallocated: Iterable[tuple[str, int]] = (),
             aliases: tuple[str, ...] = (), alt_syntax: tuple[str, ...] = (),
-            **params) -> Form:
+            preferred: Iterable[Alias] = (), **params) -> Form:
         """Declare one form (arguments as :class:`~zatile.sw.arch.isa.forms.Form`)."""
         fields = tuple(fields)
         form = Form(name, mnemonic, value, mask_of(fields), fields, syntax, op, requires,
                     feature, params, aliases, alt_syntax, destination,
-                    self._traits.get(op, frozenset()), tuple(unallocated))
+                    self._traits.get(op, frozenset()), tuple(unallocated), tuple(preferred))
         self.forms.append(form)
         return form

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import Mapping
+from typing import Callable, Mapping
 
-__all__ = ["Requires", "Trait", "Field", "Form", "Decoded", "signed_offset9", "shifted_imm8"]
+__all__ = ["Requires", "Trait", "Field", "Alias", "Form", "Decoded", "signed_offset9",
+           "shifted_imm8"]
 
 
 class Requires(Enum):
@@ -93,6 +94,41 @@ class Field:
 
 
 @dataclass(frozen=True)
+class Alias:
+    """A preferred spelling of some words of a form (``mov z0.d, z1.d`` for ``orr`` with Zn = Zm).
+
+    The disassembler prints the first alias of a form whose :attr:`when` holds; the assembler
+    accepts every alias spelling. An alias changes only the text: the word, the form and its
+    operation stay the same, so nothing but the assembler and disassembler sees it.
+
+    Attributes
+    ----------
+    mnemonic : str
+        The alias mnemonic, as binutils prints it.
+    syntax : str
+        Its operand template (:mod:`zatile.sw.arch.isa.syntax`); it may leave fields out.
+    fill : Mapping of str to str
+        Each field the template leaves out, and the field whose value it takes (Zm from Zn).
+    when : callable or None
+        ``when(fields)`` says whether a word with these field values prints as this alias, beyond
+        the equalities of :attr:`fill`; None means always.
+    """
+
+    mnemonic: str
+    syntax: str
+    fill: Mapping[str, str] = field(default_factory=dict)
+    when: Callable[[Mapping[str, int]], bool] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fill", MappingProxyType(dict(self.fill)))
+
+    def applies(self, fields: Mapping[str, int]) -> bool:
+        """Whether a word with these field values prints as this alias."""
+        return all(fields[target] == fields[source] for target, source in self.fill.items()) \
+            and (self.when is None or self.when(fields))
+
+
+@dataclass(frozen=True)
 class Form:
     """One instruction form.
 
@@ -120,6 +156,8 @@ class Form:
         Other mnemonics the assembler accepts (``mova`` for ``mov``).
     alt_syntax : tuple of str
         Complete alternative spellings of a fixed word (``msr svcrsm, #1``).
+    preferred : tuple of Alias
+        Spellings binutils prefers for some of its words (the first that applies is printed).
     destination : str or None
         The field naming the general register the instruction writes (its value comes back in
         ``Result.scalar``); None when it writes none.
@@ -145,6 +183,7 @@ class Form:
     destination: str | None = None
     traits: frozenset[Trait] = frozenset()
     unallocated: tuple[tuple[str, int], ...] = ()
+    preferred: tuple[Alias, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
@@ -155,7 +194,8 @@ class Form:
             covered |= f.mask
         if covered & self.mask or (self.value & ~self.mask) or (covered | self.mask) != 0xFFFFFFFF:
             raise ValueError(f"{self.name}: fields and fixed bits must partition the word")
-        for name in (self.destination, *(name for name, _ in self.unallocated)):
+        filled = (name for alias in self.preferred for pair in alias.fill.items() for name in pair)
+        for name in (self.destination, *(name for name, _ in self.unallocated), *filled):
             if name is not None and name not in self.field_map:
                 raise ValueError(f"{self.name}: {name!r} is not one of its fields")
 

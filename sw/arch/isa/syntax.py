@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from zatile.sw.arch.isa.forms import Decoded, Form, shifted_imm8, signed_offset9
+from zatile.sw.arch.isa.forms import Alias, Decoded, Form, shifted_imm8, signed_offset9
 
 __all__ = ["AsmError", "PATTERN_ALL", "PATTERN_NAMES", "ZA_MASK_NAMES", "RegisterOperand",
            "register_operands", "form_text", "parse_operands", "literal_regex"]
@@ -243,7 +243,7 @@ def _range_problem(name: str, kind: str, letters: str, value: int, low: int,
 class _Syntax:
     """A compiled operand template: formats field values and parses operand text."""
 
-    def __init__(self, form: Form):
+    def __init__(self, form: Form, syntax: str):
         self.parts: list[tuple[tuple[str, ...], _Kind] | str] = []
         #: (field, kind name) of every general-register operand, in template order.
         self.registers: list[tuple[str, str]] = []
@@ -252,8 +252,8 @@ class _Syntax:
         self.ranged: list[tuple[str, str, str]] = []
         self.fields = {field.name: field for field in form.fields}
         regex, position = "", 0
-        for match in _PLACEHOLDER.finditer(form.syntax):
-            literal = form.syntax[position:match.start()]
+        for match in _PLACEHOLDER.finditer(syntax):
+            literal = syntax[position:match.start()]
             self.parts.append(literal)
             regex += literal_regex(literal)
             names = tuple(match.group(1).split("+"))
@@ -266,7 +266,7 @@ class _Syntax:
             self.parts.append((names, kind))
             regex += kind.regex
             position = match.end()
-        tail = form.syntax[position:]
+        tail = syntax[position:]
         self.parts.append(tail)
         regex += literal_regex(tail)
         self.regex = re.compile(regex + r"\s*$")
@@ -324,13 +324,14 @@ def literal_regex(literal: str) -> str:
     return out
 
 
-_COMPILED: dict[str, _Syntax] = {}
+_COMPILED: dict[tuple[str, str], _Syntax] = {}
 
 
-def _syntax(form: Form) -> _Syntax:
-    compiled = _COMPILED.get(form.name)
+def _syntax(form: Form, alias: Alias | None = None) -> _Syntax:
+    template = form.syntax if alias is None else alias.syntax
+    compiled = _COMPILED.get((form.name, template))
     if compiled is None:
-        compiled = _COMPILED[form.name] = _Syntax(form)
+        compiled = _COMPILED[form.name, template] = _Syntax(form, template)
     return compiled
 
 
@@ -352,11 +353,22 @@ def register_operands(form: Form) -> tuple[RegisterOperand, ...]:
 
 
 def form_text(decoded: Decoded) -> str:
-    """binutils 2.40 objdump text of a decoded instruction (mnemonic, tab, operands)."""
-    operands = _syntax(decoded.form).text(decoded.fields)
-    return f"{decoded.form.mnemonic}\t{operands}" if operands else decoded.form.mnemonic
+    """binutils 2.40 objdump text of a decoded instruction (mnemonic, tab, operands).
+
+    The first of the form's preferred aliases that applies to the word is printed instead.
+    """
+    form = decoded.form
+    alias = next((alias for alias in form.preferred if alias.applies(decoded.fields)), None)
+    mnemonic = form.mnemonic if alias is None else alias.mnemonic
+    operands = _syntax(form, alias).text(decoded.fields)
+    return f"{mnemonic}\t{operands}" if operands else mnemonic
 
 
-def parse_operands(form: Form, operands: str) -> dict[str, int] | None:
-    """Field values if ``operands`` (lower case) spells ``form``'s operands, else None."""
-    return _syntax(form).parse(operands)
+def parse_operands(form: Form, operands: str, alias: Alias | None = None) -> dict[str, int] | None:
+    """Field values if ``operands`` (lower case) spells ``form``'s operands (or those of its
+    ``alias``, whose left-out fields are filled in), else None."""
+    values = _syntax(form, alias).parse(operands)
+    if values is not None and alias is not None:
+        for target, source in alias.fill.items():
+            values[target] = values[source]
+    return values
