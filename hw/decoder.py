@@ -154,6 +154,9 @@ class Decoder(CheckedComponent):
     ----------
     config : EngineConfig
         Decides which feature-gated forms are present.
+    ops : collection of Op, optional
+        The operations the engine around the decoder performs; the forms of any other decode
+        as UNDEF. Defaults to every operation of the table.
 
     Attributes
     ----------
@@ -165,13 +168,18 @@ class Decoder(CheckedComponent):
     Raises
     ------
     TypeError
-        If ``config`` is not an :class:`EngineConfig`.
+        If ``config`` is not an :class:`EngineConfig`, or ``ops`` holds something not an :data:`Op`.
     """
 
-    check_arguments = staticmethod(check_config)
+    @staticmethod
+    def check_arguments(config: EngineConfig, ops=None) -> None:
+        check_config(config)
+        if ops is not None and not all(isinstance(op, Op) for op in ops):
+            raise TypeError(f"ops must be members of Op, not {ops!r}")
 
-    def __init__(self, config: EngineConfig):
+    def __init__(self, config: EngineConfig, ops=None):
         self._config = config
+        self._ops = frozenset(Op if ops is None else ops)
         super().__init__({"word": In(32), "decoded": Out(DecodedLayout)})
 
     @property
@@ -180,7 +188,7 @@ class Decoder(CheckedComponent):
 
     def form_present(self, form: isa.Form) -> bool:
         """Whether ``form`` executes in this configuration (otherwise it is UNDEF)."""
-        return self._config.has(form.feature)
+        return self._config.has(form.feature) and Op[form.op.upper()] in self._ops
 
     def elaborate(self, platform):
         m = Module()

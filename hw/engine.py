@@ -64,11 +64,11 @@ from zatile.hw.lsu import MEMORY_OPS, LoadStoreUnit, MemRequestLayout, MemRespon
 from zatile.hw.perf_counters import PerfCounters, PerfLayout
 from zatile.hw.regfile import RegisterFile
 from zatile.hw.state_control import StateControl, Status
-from zatile.hw.sve_unit import StreamingSveUnit
+from zatile.hw.sve_unit import SVE_OPS, StreamingSveUnit
 from zatile.hw.za_interlock import ZaInterlock
 from zatile.hw.za_storage import ELEMENT_SIZES, ZaStorage
 
-__all__ = ["IssueLayout", "ResultLayout", "DebugAddressLayout", "DebugSpace", "FP_OPS",
+__all__ = ["IssueLayout", "ResultLayout", "DebugAddressLayout", "DebugSpace", "FP_OPS", "IMPLEMENTED_OPS",
            "ZaTileEngine"]
 
 #: The issue payload.
@@ -97,6 +97,11 @@ FP_OPS = {Op.FMOPA_FP32: FpOuterProductKind.FMOPA_S, Op.FMOPA_FP64: FpOuterProdu
 _INT_OPS = tuple(op for op in ops_of(Trait.OUTER_PRODUCT) if op not in FP_OPS)
 _SLICE_OPS = ops_of(Trait.ZA_SLICE)
 _SVCR_WRITERS = ops_of(Trait.SVCR_WRITE)
+#: Every operation the engine performs; the decoder makes the table's other forms UNDEF
+#: (``tests/test_tb_engine.py`` lists them: the streaming-SVE classes the vector unit will take).
+IMPLEMENTED_OPS = frozenset((*FP_OPS, *_INT_OPS, *_SLICE_OPS, *_SVCR_WRITERS, *SVE_OPS, Op.ZERO_ZA,
+                             Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS, Op.LDR_REGISTER,
+                             Op.STR_REGISTER))
 
 
 def _one_of(value, members) -> object:
@@ -163,7 +168,7 @@ class ZaTileEngine(CheckedComponent):
         config = self._config
         maxb = max_bytes(config)
 
-        m.submodules.decoder = decoder = Decoder(config)
+        m.submodules.decoder = decoder = Decoder(config, IMPLEMENTED_OPS)
         m.submodules.state = state = StateControl(config)
         m.submodules.registers = registers = RegisterFile(config)
         m.submodules.za = za = ZaStorage(config, tile_ports=2 if self.has_fp else 1)

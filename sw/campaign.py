@@ -63,9 +63,17 @@ class CampaignReport:
                 "ok": self.ok}
 
 
-def campaign_program(seed: int, svl: int, index: int, length: int) -> GeneratedProgram:
-    """Program ``index`` of a campaign with ``seed`` at ``svl``: a function of these only."""
-    return generate_program(random.Random(f"{seed}:{svl}:{index}"), svl, length)
+def campaign_program(seed: int, svl: int, index: int, length: int,
+                     backends: list[str] = ()) -> GeneratedProgram:
+    """Program ``index`` of a campaign with ``seed`` at ``svl`` on ``backends``: a function of
+    these only. With the RTL among the backends, only operations the RTL performs are drawn
+    (:mod:`zatile.tb.implemented`)."""
+    weights = None
+    if "rtl" in backends:
+        from zatile.tb.implemented import rtl_weights  # local: keeps `zatile --help` fast
+        weights = rtl_weights()
+    return generate_program(random.Random(f"{seed}:{svl}:{index}"), svl, length,
+                            weights=weights)
 
 
 def _save_failure(folder: Path, program: GeneratedProgram, svl: int,
@@ -115,7 +123,7 @@ def run_campaign(programs: int, svls: list[int], length: int, seed: int,
     total = programs * len(svls)
     for svl in svls:
         for index in range(programs):
-            program = campaign_program(seed, svl, index, length)
+            program = campaign_program(seed, svl, index, length, backends)
             result = compare(program.text, program.initial, backends, config)
             _record(report, result, backends, f"seed={seed} svl={svl} program={index}")
             report.per_svl[svl] += 1

@@ -35,6 +35,7 @@ import numpy as np
 from cocotb.triggers import Timer
 
 from zatile.sim.progen import generate_program
+from zatile.tb.implemented import rtl_weights
 from zatile.sim.state import Memory
 from zatile.sw.arch.asm import assemble_line
 from zatile.tb.engine import CLOCK_NS, EngineBench, smcr_len_for
@@ -112,7 +113,7 @@ async def workloads(dut) -> None:
                              "instructions": 0}
             continue
         elif name == "mixed":
-            program = generate_program(rng, svl, 2000)
+            program = generate_program(rng, svl, 2000, weights=rtl_weights())
             host = ScalarFile(program.initial.x, program.initial.sp, program.initial.fpsr)
             await bench.load_state(program.initial)
             bench.bus.memory = program.initial.memory.copy()

@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from zatile.sw.arch.config import EngineConfig
-from zatile.sw.arch.isa import FORMS, Decoded, Form, Requires, Trait, ops_with
+from zatile.sw.arch.isa import Decoded, Form, Requires, Trait, ops_with
+from zatile.tb.implemented import RTL_FORMS
 
 __all__ = ["PREDICATE_CLASSES", "MEMORY_OPS", "STORE_OPS", "SLICE_OPS", "Sample", "Coverage",
            "predicate_class", "predicate_granule"]
@@ -148,7 +149,7 @@ class Coverage:
                                                 ("outcome", "predicate", "slice", "zero_mask",
                                                  "svcr", "pstate", "memory", "undefined")}
         largest = max(svls) // 8
-        for form in FORMS:
+        for form in RTL_FORMS:
             for outcome in _outcomes(form, config):
                 self.bins["outcome"][f"{form.name}:{outcome}"] = 0
             if not config.has(form.feature):

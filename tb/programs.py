@@ -22,7 +22,8 @@ from zatile.sim.progen import DATA_BASE, DATA_SIZE, generate_program
 from zatile.sim.state import ArchState
 from zatile.sw.arch.asm import assemble_line
 from zatile.sw.arch.config import EngineConfig
-from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME, Form, decode
+from zatile.sw.arch.isa import FORMS_BY_NAME, Form, decode
+from zatile.tb.implemented import RTL_FORMS, rtl_weights
 from zatile.tb.coverage import MEMORY_OPS, PREDICATE_CLASSES, SLICE_OPS, STORE_OPS, predicate_granule
 
 __all__ = ["Program", "initial_state", "instance", "predicate_pattern", "DIRECTED",
@@ -153,7 +154,7 @@ def _programs(prefix: str, words: list[int], state_factory: Callable[[], ArchSta
 # --------------------------------------------------------------------------- directed groups
 def every_form(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
     """Three random instances of every form that does not write SVCR, at SVCR=3."""
-    words = [instance(form, rng) for form in FORMS if form.op not in SVCR_WRITERS
+    words = [instance(form, rng) for form in RTL_FORMS if form.op not in SVCR_WRITERS
              for _ in range(3)]
     rng.shuffle(words)
     return _programs("forms", words, lambda: initial_state(rng, svl, 3))
@@ -168,7 +169,7 @@ def predicate_classes(config: EngineConfig, svl: int, rng: random.Random) -> lis
                             for granule in granules for cls in PREDICATE_CLASSES])
     ldr_p = FORMS_BY_NAME["LDR_P"]
     words = []
-    for form in FORMS:
+    for form in RTL_FORMS:
         names = {f.name for f in form.fields}
         if not names & {"pg", "pn"} or not config.has(form.feature):
             continue
@@ -193,7 +194,7 @@ def slice_wrap(config: EngineConfig, svl: int, rng: random.Random) -> list[Progr
     """Every slice-selecting form with Ws in range, wrapped, 0xFFFFFFFF and 2^31+3 (with
     garbage in the upper half of the X register, which must be ignored)."""
     words = []
-    for form in FORMS:
+    for form in RTL_FORMS:
         if form.op not in SLICE_OPS:
             continue
         selector = "rv" if form.op in ("ldr_za", "str_za") else "rs"
@@ -212,7 +213,7 @@ def overlapping_tiles(config: EngineConfig, svl: int, rng: random.Random) -> lis
     every element size, which alias one another in ZA."""
     ops = ("ld1_tile", "st1_tile", "mova_to_tile", "mova_to_vector", "zero_za", "ldr_za",
            "str_za", "add_vector_to_tile", "int_mopa")
-    pool = [form for form in FORMS if form.op in ops and config.has(form.feature)]
+    pool = [form for form in RTL_FORMS if form.op in ops and config.has(form.feature)]
     programs = []
     for index in range(2):
         words = [instance(rng.choice(pool), rng) for _ in range(100)]
@@ -284,7 +285,7 @@ def traps_per_svcr(config: EngineConfig, svl: int, rng: random.Random) -> list[P
     """One instance of every form that does not write SVCR, in each of the four SVCR states."""
     programs = []
     for svcr in range(4):
-        words = [instance(form, rng) for form in FORMS if form.op not in SVCR_WRITERS]
+        words = [instance(form, rng) for form in RTL_FORMS if form.op not in SVCR_WRITERS]
         rng.shuffle(words)
         programs += _programs(f"svcr{svcr}", words, lambda: initial_state(rng, svl, svcr),
                               size=170, check_every=False)
@@ -296,7 +297,7 @@ def sme_disabled(config: EngineConfig, svl: int, rng: random.Random) -> list[Pro
     nothing; words outside the table stay UNDEF."""
     programs = []
     for svcr in (0, 3):
-        words = [instance(form, rng) for form in FORMS] + [0x00000000, 0xFFFFFFFF]
+        words = [instance(form, rng) for form in RTL_FORMS] + [0x00000000, 0xFFFFFFFF]
         rng.shuffle(words)
         programs.append(Program(f"disabled{svcr}", words, initial_state(rng, svl, svcr),
                                 sme_enabled=False, check_every=False))
@@ -307,7 +308,7 @@ def unallocated(config: EngineConfig, svl: int, rng: random.Random) -> list[Prog
     """Reserved MSR SVCRxx encodings, scalar+scalar loads/stores with Rm=XZR, words next to
     every form that decode to nothing, random words, and forms of absent features."""
     words = [0xD503407F | crm << 8 for crm in (0, 1, 8, 9, 10, 11, 12, 13, 14, 15)]
-    for form in FORMS:
+    for form in RTL_FORMS:
         if form.params.get("scalar_offset") is True:
             values = {f.name: rng.getrandbits(f.width) for f in form.fields}
             values["rm"] = 31
@@ -341,7 +342,7 @@ def memory_errors(config: EngineConfig, svl: int, rng: random.Random) -> list[Pr
              4: DATA_BASE,                    # fine
              5: end - svl_bytes,              # ends exactly at the end
              6: DATA_BASE - 8}                # starts just before the region
-    forms = [form for form in FORMS if form.op in MEMORY_OPS]
+    forms = [form for form in RTL_FORMS if form.op in MEMORY_OPS]
     loads = [form for form in forms if form.op not in STORE_OPS]
     stores = [form for form in forms if form.op in STORE_OPS]
 
@@ -402,7 +403,7 @@ def random_programs(config: EngineConfig, svl: int, rng: random.Random, count: i
     """``count`` programs from :func:`sim.progen.generate_program`, alternating lock-step and
     streaming issue and every pause style. Forms of features the configuration lacks get a small
     weight (they only UNDEF)."""
-    weights = {form.op: 0.3 for form in FORMS if not config.has(form.feature)}
+    weights = rtl_weights({form.op: 0.3 for form in RTL_FORMS if not config.has(form.feature)})
     styles = ("none", "light", "heavy", "bursty")
     programs = []
     for index in range(count):
