@@ -171,3 +171,14 @@ def test_a_preferred_alias_prints_when_it_applies_and_assembles_to_the_same_word
         Form("BAD", "orr", 0x04603000, 0xFFE0FC00,
              (Field("zm", 20, 16), Field("zn", 9, 5), Field("zd", 4, 0)), "", "orr",
              Requires.STREAMING, preferred=(Alias("mov", "", {"zq": "zn"}),))
+
+
+def test_a_destination_the_form_also_reads_is_a_source():
+    from zatile.sw.arch.isa import Decoded, Field, Form, Requires
+    fields = (Field("imm4", 19, 16), Field("pattern", 9, 5), Field("rdn", 4, 0))
+    incd = Form("INCD_TEST", "incd", 0x04F0E000, 0xFFF0FC00, fields, "{rdn:x}{pattern+imm4:cntpat}",
+                "inc", Requires.STREAMING, destination="rdn", params={"reads_destination": True})
+    word = incd.encode(rdn=3, pattern=31)
+    decoded = Decoded(word, incd, incd.fields_of(word))
+    assert [r.name for r in scalar_sources(decoded)] == ["x3"]
+    assert scalar_destination(decoded).name == "x3"

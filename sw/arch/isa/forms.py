@@ -160,7 +160,8 @@ class Form:
         Spellings binutils prefers for some of its words (the first that applies is printed).
     destination : str or None
         The field naming the general register the instruction writes (its value comes back in
-        ``Result.scalar``); None when it writes none.
+        ``Result.scalar``); None when it writes none. With ``params["reads_destination"]`` the
+        instruction reads that register first (``incd x3``).
     traits : frozenset of Trait
         The classes its operation belongs to.
     unallocated : tuple of (str, int)

@@ -67,8 +67,14 @@ def _scalar_registers(decoded: Decoded) -> list[ScalarRegister]:
 
 
 def scalar_sources(decoded: Decoded) -> tuple[ScalarRegister, ...]:
-    """The general registers an instruction reads, in operand order (derived from the table)."""
+    """The general registers an instruction reads, in operand order (derived from the table).
+
+    The destination is one of them when the form reads it too (``params["reads_destination"]``:
+    INCD Xdn, CLASTB Wdn, ...).
+    """
     destination = decoded.form.destination
+    if decoded.form.params.get("reads_destination"):
+        return tuple(_scalar_registers(decoded))
     return tuple(r for r in _scalar_registers(decoded) if r.field != destination)
 
 
