@@ -139,6 +139,40 @@ def test_za_regset_errors():
     assert session.get(c.NT_ARM_SVE, 16)[0] == -c.EINVAL, "no SVE"
 
 
+@pytest.mark.parametrize("short", [0, 16], ids=["exact", "one_quantum_short"])
+def test_za_write_payload_at_the_exact_boundary(short):
+    """A ZA payload of exactly ZA_PT_SIZE(vq) - 16 bytes fills every row; one 16-byte quantum
+    less is copied as far as it goes (user_regset_copyin) and the rest of ZA stays zero."""
+    session = idle_session()
+    vl, vq = 32, 2
+    rows = pattern(vl * vl, 5)
+    payload = rows[:len(rows) - short]
+    assert session.set(c.NT_ARM_ZA, za_header(vl, za_pt_size(vq)) + payload)[0] == 0
+    result, data, _ = session.get(c.NT_ARM_ZA, REGSET_ZA_BYTES)
+    assert result == 0 and UserZaHeader.unpack(data).size == za_pt_size(vq)
+    assert data[16:za_pt_size(vq)] == payload + bytes(short)
+    assert session.set(c.NT_ARM_ZA, za_header(vl) + bytes(1))[0] == -c.EINVAL, \
+        "an iov length that is not a multiple of 16"
+
+
+@pytest.mark.parametrize("end", ["before_fpsr", "with_fpsr"])
+def test_ssve_write_payload_ending_at_the_fpsr_boundary(end):
+    """FPSR/FPCR of an SVE-format write come from SVE_PT_SVE_FPSR_OFFSET(vq): a payload that
+    ends just before it leaves them zero; 16 bytes more sets them."""
+    session = idle_session()
+    vl, vq = 32, 2
+    fpsr_offset = sve_pt_sve_fpsr_offset(vq)
+    data = bytearray(fpsr_offset + 16)
+    data[:16] = sve_header(vl, c.SVE_PT_REGS_SVE, sve_pt_size(vq, c.SVE_PT_REGS_SVE))
+    data[fpsr_offset:fpsr_offset + 8] = (0x1F).to_bytes(4, "little") + \
+        (0x0300_0000).to_bytes(4, "little")
+    if end == "before_fpsr":
+        data = data[:fpsr_offset]
+    assert session.set(c.NT_ARM_SSVE, bytes(data))[0] == 0
+    fpsimd = UserFpsimdState.unpack(session.get(c.NT_PRFPREG, 528)[1])
+    assert (fpsimd.fpsr, fpsimd.fpcr) == ((0, 0) if end == "before_fpsr" else (0x1F, 0x0300_0000))
+
+
 def test_regset_io_is_clamped_and_the_length_written_back():
     session = Session([set_vl(16), "smstart za"], [])
     result, data, written = session.get(c.NT_ARM_ZA, REGSET_ZA_BYTES + 64)

@@ -415,6 +415,22 @@ def test_fake_sigreturn_record_size_rules(case):
     assert fake_sigreturn(mutate, setup=("smstart",)).exit_signal == c.SIGSEGV
 
 
+@pytest.mark.parametrize("magic, setup, context_size", [
+    (c.ZA_MAGIC, ("smstart za",), za_sig_context_size),
+    (c.SVE_MAGIC, ("smstart sm",), sve_sig_context_size),
+], ids=["za_context", "sve_context"])
+def test_fake_sigreturn_payload_sizes_at_the_exact_boundary(magic, setup, context_size):
+    """A ZA or streaming-SVE record of exactly its VL's size restores; one 16-byte quantum less
+    is rejected (a check that forgot the 16-byte header would accept it)."""
+    exact = round_up(context_size(256 // 128), 16)
+    accepted = fake_sigreturn(lambda image, frame: _shrink(image, frame, magic, exact),
+                              setup=setup)
+    assert accepted.exit_code == 0
+    short = fake_sigreturn(lambda image, frame: _shrink(image, frame, magic, exact - 16),
+                           setup=setup)
+    assert short.exit_signal == c.SIGSEGV
+
+
 def _shrink(image: bytearray, frame: int, magic: int, new_size: int, grow: bool = False):
     """Rewrite the frame with one record resized (the rest moved up, in place, no extra)."""
     records = frame_records(bytes(image), frame)
