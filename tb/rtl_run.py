@@ -121,7 +121,7 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
                   test_dir=directory, log_file=directory / "sim.log")
         final = ArchState.load(directory / "final.npz")
         report = json.loads((directory / "results.json").read_text())
-        waveform = _waveform(directory) if waves else None
+        waveform = _waveform(build, directory) if waves else None
         if waveform is not None and waves_to is not None:
             waveform = Path(shutil.move(waveform, waves_to))
     finally:
@@ -140,9 +140,10 @@ def run_rtl(program: str | Sequence[int], initial: ArchState,
                   waveform=waveform)
 
 
-def _waveform(directory: Path) -> Path:
-    """The waveform a traced simulation wrote into ``directory`` (FST, or VCD without lz4)."""
-    found = sorted(directory.glob("*.fst")) + sorted(directory.glob("*.vcd"))
-    if not found:
-        raise RuntimeError(f"the traced simulation wrote no waveform into {directory}")
-    return found[0]
+def _waveform(build, directory: Path) -> Path:
+    """The waveform a traced run of ``build`` wrote into ``directory`` (:meth:`Build.waves_file`:
+    FST, or VCD from a Verilator built without lz4)."""
+    waveform = build.waves_file(directory)
+    if waveform is None or not waveform.exists():
+        raise RuntimeError(f"the traced simulation wrote no waveform {waveform} into {directory}")
+    return waveform

@@ -326,6 +326,9 @@ def test_a_known_divergence_is_reported_by_its_id_never_as_a_mismatch(
     initial.save(state)
     assert main(["compare", str(source), "--svl", "128", "--state-in", str(state),
                  "--backends", "model,qemu"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"{source}: model, qemu agree at SVL 128"
+    assert printed[1:] == [f"  explained by a known divergence: {comparison.explained[0]}"]
 
 
 def test_a_real_difference_after_a_known_divergence_of_another_pair_is_still_reported(

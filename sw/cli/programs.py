@@ -130,12 +130,14 @@ def _cmd_compare(args) -> int:
         print_json({"program": args.program, "svl": args.svl, "backends": args.backends,
                     "agree": result.agree, **result.to_json_dict()})
         return status
-    used = result.divergences
-    note = f" (modelled QEMU divergences: {', '.join(used)})" if used else ""
+    modelled = sorted(set(result.divergences) - set(result.explained_ids))
+    note = f" (QEMU divergences modelled: {', '.join(modelled)})" if modelled else ""
     if result.agree:
         print(f"{args.program}: {', '.join(args.backends)} agree at SVL {args.svl}{note}")
     else:
         print(f"{args.program}: MISMATCH at SVL {args.svl}: {result.difference}{note}")
+    for explained in result.explained:
+        print(f"  explained by a known divergence: {explained}")
     return status
 
 
