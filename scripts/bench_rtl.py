@@ -33,23 +33,8 @@ from pathlib import Path
 from zatile.hw.synthesis import cell_table, synth_ecp5
 from zatile.hw.verilog import TOPLEVEL
 from zatile.sw.arch.config import EngineConfig
+from zatile.sw.bench import bench_rtl, rtl_workloads
 from zatile.tb import runner
-
-WORKLOADS = ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp",
-             "slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned", "mixed",
-             "free_running")
-
-
-def run_workloads(config: EngineConfig, simulator: str, workloads) -> dict:
-    build = runner.build_engine(config, simulator)
-    with tempfile.TemporaryDirectory() as directory:
-        output = Path(directory) / "bench.json"
-        settings = {"config": config.to_json_dict(), "workloads": list(workloads),
-                    "output": str(output)}
-        build.run("zatile.tb.bench", extra_env={"ZATILE_BENCH": json.dumps(settings),
-                                         "COCOTB_LOG_LEVEL": "WARNING"},
-                  test_dir=Path(directory), log_file=Path(directory) / "sim.log")
-        return json.loads(output.read_text())
 
 
 def report(svl: int, results: dict) -> None:
@@ -57,13 +42,13 @@ def report(svl: int, results: dict) -> None:
     for name in ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp"):
         if name in results:
             r = results[name]
-            print(f"  {name:<22} {r['retired_mopa'] / r['busy_cycles']:.3f} outer products/cycle "
+            print(f"  {name:<22} {r['outer_products_per_cycle']:.3f} outer products/cycle "
                   f"({r['retired_mopa']} in {r['busy_cycles']} cycles, {r['macs']} MACs)")
     for name in ("slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned"):
         if name in results:
             r = results[name]
-            print(f"  {name:<22} {r['instructions'] / r['memory_requests']:.2f} slices/beat, "
-                  f"{r['busy_cycles'] / r['instructions']:.2f} cycles/slice "
+            print(f"  {name:<22} {r['slices_per_beat']:.2f} slices/beat, "
+                  f"{r['cycles_per_slice']:.2f} cycles/slice "
                   f"({r['memory_requests']} beats)")
 
 
@@ -78,16 +63,16 @@ def main() -> int:
     args = parser.parse_args()
     for svl in args.svl:
         config = EngineConfig(max_svl=svl)
-        results = run_workloads(config, "verilator", WORKLOADS)
+        results = bench_rtl(config, rtl_workloads())
         report(svl, results)
         simulators = {"Verilator": results}
         if args.icarus:
-            simulators["Icarus"] = run_workloads(config, "icarus", ["mixed", "free_running"])
+            simulators["Icarus"] = bench_rtl(config, ["mixed", "free_running"], "icarus")
         for simulator, figures in simulators.items():
             mixed, free = figures["mixed"], figures["free_running"]
-            print(f"  {simulator:<9} {mixed['cycles'] / mixed['wall_seconds']:>9,.0f} cycles/s "
+            print(f"  {simulator:<9} {mixed['cycles_per_second']:>9,.0f} cycles/s "
                   f"under the cocotb testbench ({mixed['instructions']} random instructions), "
-                  f"{free['cycles'] / free['wall_seconds']:,.0f} cycles/s free-running")
+                  f"{free['cycles_per_second']:,.0f} cycles/s free-running")
     if args.build_times:
         for svl in (128, 256, 512):
             with tempfile.TemporaryDirectory() as cache:

@@ -47,6 +47,11 @@ DATA = 0x10_0000
 COUNT = 1000
 SLICES = 256
 
+#: Every workload, in report order (module docstring).
+WORKLOADS = ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp",
+             "slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned", "mixed",
+             "free_running")
+
 
 def _mopas(kind: str, rotate: bool) -> list[tuple[int, tuple]]:
     words = []

@@ -4,6 +4,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from zatile.sim.state import ArchState
 from zatile.sw.cli import main
@@ -207,3 +208,16 @@ def test_compare_json_is_the_comparison_with_the_program(tmp_path, monkeypatch, 
     assert json.loads(capsys.readouterr().out) == {
         "program": str(source), "svl": 128, "backends": ["model", "qemu"], "agree": False,
         "difference": "za1h.s slice 3 element 2", "divergences": []}
+
+
+def test_bench_prints_the_model_rate_and_the_same_figures_as_json(capsys):
+    assert main(["bench", "--svl", "128,256", "--workloads", "ldst", "--instructions", "64"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "model at SVL 128:" and lines[2] == "model at SVL 256:"
+    assert lines[1].split()[0] == "ldst" and lines[1].endswith(" instructions/s")
+    assert main(["bench", "--svl", "128", "--instructions", "64", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["backend"] == "model" and set(report["results"]["128"]) == {"mopa", "ldst"}
+    mopa = report["results"]["128"]["mopa"]
+    assert mopa["instructions"] == 64 and mopa["svl"] == 128
+    assert mopa["instructions_per_second"] == pytest.approx(64 / mopa["seconds"])

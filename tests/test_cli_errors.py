@@ -105,6 +105,12 @@ def _mistakes(folder: Path) -> dict[str, list[str]]:
         "campaign no svl": ["campaign", "--svl", ","],
         "campaign save-failures onto a file": ["campaign", "--save-failures", program],
         "campaign save-failures in a missing folder": ["campaign", "--save-failures", no_folder],
+        # bench
+        "bench unknown workload": ["bench", "--svl", "128", "--workloads", "nope"],
+        "bench unknown rtl workload": ["bench", "--backend", "rtl", "--workloads", "mopa"],
+        "bench zero instructions": ["bench", "--instructions", "0"],
+        "bench unknown backend": ["bench", "--backend", "qemu"],
+        "bench no workloads": ["bench", "--workloads", ","],
         # demo / verilog
         "demo unknown backend": ["demo", "--backend", "fpga"],
         "verilog no svl": ["verilog", "-o", str(folder / "v")],
@@ -176,12 +182,13 @@ _WORDS = st.text(st.characters(blacklist_categories=("Cs",), blacklist_character
 
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(command=st.sampled_from(["asm", "disasm", "run", "compare", "campaign", "demo",
+@given(command=st.sampled_from(["asm", "disasm", "run", "compare", "campaign", "bench", "demo",
                                 "verilog"]),
        options=st.lists(st.tuples(st.sampled_from(
            ["--svl", "--programs", "--length", "--seed", "--backends", "--backend", "--show",
             "--regs", "--state-in", "--state-out", "-o", "--mem-width", "--za-contexts",
-            "--features", "--supported-svls", "--save-failures", "--waves"]), _WORDS),
+            "--features", "--supported-svls", "--save-failures", "--waves", "--workloads",
+            "--instructions"]), _WORDS),
            max_size=3),
        positional=st.lists(_WORDS, max_size=2))
 def test_no_argument_list_gives_a_traceback(tmp_path_factory, capsys, command, options,
@@ -194,6 +201,8 @@ def test_no_argument_list_gives_a_traceback(tmp_path_factory, capsys, command, o
         argv += [option, value]
     if command in ("campaign", "demo") and not any(o == "--programs" for o, _ in options):
         argv += ["--programs", "-1"]           # never start a real campaign
+    if command == "bench":
+        argv += ["--instructions", "0"]        # never start a real measurement
     status = _status(argv)
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err

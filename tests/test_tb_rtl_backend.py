@@ -114,3 +114,16 @@ def test_a_qemu_quirk_does_not_leak_into_the_model_rtl_pair(qemu):
                           backends=["model", "qemu", "rtl"])
     assert report.mismatches == []
     assert report.divergences["qemu-vertical-ld1-stale-tail"] >= 1
+
+
+def test_bench_rtl_prints_the_deterministic_cycle_figures(capsys):
+    """``zatile bench --backend rtl``: the outer-product and slice figures are cycle counts of
+    the engine, the same on every run (README, "Measured")."""
+    assert cli.main(["bench", "--backend", "rtl", "--svl", "128", "--workloads",
+                 "mopa_rotating_int,mopa_one_tile_fp,slice_loads_aligned", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)["results"]["128"]
+    assert (figures["mopa_rotating_int"]["retired_mopa"],
+            figures["mopa_rotating_int"]["busy_cycles"]) == (1000, 1002)
+    assert figures["mopa_one_tile_fp"]["outer_products_per_cycle"] == pytest.approx(0.25, abs=1e-3)
+    assert (figures["slice_loads_aligned"]["slices_per_beat"],
+            figures["slice_loads_aligned"]["cycles_per_slice"]) == (1.0, 4.0)
