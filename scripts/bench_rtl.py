@@ -8,6 +8,8 @@ Prints, per SVL:
   (FMOPA); the figure is outer products retired per busy cycle of the engine (the cycles from
   the first instruction entering to the last tile write);
 * slice loads per memory beat for aligned and unaligned LD1W tile slices, and cycles per slice;
+* the utilization of a 2VL×2VL GEMM inner loop (four vector loads feeding four outer products
+  per k step) for fp32, int8 and bf16: outer products per busy cycle;
 * simulated cycles per second on Verilator (and on Icarus with ``--icarus``): under the cocotb
   testbench running a random mixed program, and free-running (clock only);
 * Verilator build time (``--build-times``: cold builds into a scratch cache, Verilog
@@ -39,7 +41,8 @@ from zatile.tb import runner
 
 def report(svl: int, results: dict) -> None:
     print(f"SVL {svl}")
-    for name in ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp"):
+    for name in ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp",
+                 "gemm_fp32", "gemm_int8", "gemm_bf16"):
         if name in results:
             r = results[name]
             print(f"  {name:<22} {r['outer_products_per_cycle']:.3f} outer products/cycle "

@@ -123,7 +123,7 @@ def rtl_workloads() -> tuple[str, ...]:
 
 def _derived(name: str, raw: dict) -> dict:
     """The figures an engineer reads off one RTL workload's raw counters."""
-    if name.startswith("mopa_"):
+    if name.startswith(("mopa_", "gemm_")):
         return {"outer_products_per_cycle": raw["retired_mopa"] / raw["busy_cycles"]}
     if name.startswith("slice_"):
         return {"slices_per_beat": raw["instructions"] / raw["memory_requests"],

@@ -14,6 +14,11 @@ the workload), the number of memory requests, and the wall-clock time of the sim
     to the bus width, or 4 bytes off it.
 ``slice_stores_aligned``
     256 horizontal ST1W .S tile slices.
+``gemm_fp32`` / ``gemm_int8`` / ``gemm_bf16``
+    The inner loop of a 2VL×2VL GEMM kernel, as TVM's and KleidiAI's SME kernels issue it: per
+    k step, four contiguous vector loads (two columns of A, two rows of B; LD1W, LD1B, LD1H)
+    feeding four outer products into ZA0-ZA3 (FMOPA .S, SMOPA .S, BFMOPA); 64 k steps, 256
+    outer products. Its utilization is outer products per busy cycle (the limit is 1.00).
 ``mixed``
     A random program of the whole subset (:func:`sim.progen.generate_program`), for the
     simulator's cycles per second with the testbench at work on every handshake.
@@ -49,8 +54,18 @@ SLICES = 256
 
 #: Every workload, in report order (module docstring).
 WORKLOADS = ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp",
-             "slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned", "mixed",
-             "free_running")
+             "slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned",
+             "gemm_fp32", "gemm_int8", "gemm_bf16", "mixed", "free_running")
+#: k steps of the GEMM inner loop (four outer products each).
+GEMM_STEPS = 64
+#: The GEMM workloads' load and outer product (element size in bytes, load, outer product).
+_GEMM_KINDS = {
+    "fp32": (4, "ld1w {{z{n}.s}}, p0/z, [x0, x8, lsl #2]",
+             "fmopa za{tile}.s, p0/m, p0/m, z{a}.s, z{b}.s"),
+    "int8": (1, "ld1b {{z{n}.b}}, p0/z, [x0, x8]", "smopa za{tile}.s, p0/m, p0/m, z{a}.b, z{b}.b"),
+    "bf16": (2, "ld1h {{z{n}.h}}, p0/z, [x0, x8, lsl #1]",
+             "bfmopa za{tile}.s, p0/m, p0/m, z{a}.h, z{b}.h"),
+}
 
 
 def _mopas(kind: str, rotate: bool) -> list[tuple[int, tuple]]:
@@ -74,6 +89,23 @@ def _slices(store: bool, offset: int, svl_bytes: int) -> list[tuple[int, tuple]]
     # The CPU advances the slice selector and the element index between instructions.
     return [(word, operand_values(word, {"rs": index, "rn": DATA + offset, "rm": index * dim}))
             for index in range(SLICES)]
+
+
+def _gemm(kind: str, svl_bytes: int) -> list[tuple[int, tuple]]:
+    """The 2VL×2VL inner loop: per k step, load A0, A1, B0, B1 (Z0-Z3, consecutive vectors of
+    one packed panel), then ZA0 += A0⊗B0, ZA1 += A0⊗B1, ZA2 += A1⊗B0, ZA3 += A1⊗B1."""
+    esize, load, mopa = _GEMM_KINDS[kind]
+    lanes = svl_bytes // esize
+    loads = [assemble_line(load.format(n=n)) for n in range(4)]
+    mopas = [assemble_line(mopa.format(tile=2 * a + b, a=a, b=2 + b))
+             for a in range(2) for b in range(2)]
+    stream = []
+    for step in range(GEMM_STEPS):
+        for n, word in enumerate(loads):
+            index = (4 * step + n) * lanes
+            stream.append((word, operand_values(word, {"rn": DATA, "rm": index})))
+        stream += [(word, ()) for word in mopas]
+    return stream
 
 
 async def _measure(bench: EngineBench, stream: list[tuple[int, tuple]]) -> dict:
@@ -111,6 +143,8 @@ async def workloads(dut) -> None:
         elif name.startswith("slice_"):
             stream = _slices(store="stores" in name, offset=4 if "unaligned" in name else 0,
                              svl_bytes=svl_bytes)
+        elif name.startswith("gemm_"):
+            stream = _gemm(name.split("_", 1)[1], svl_bytes)
         elif name == "free_running":
             started = time.monotonic()
             await Timer(20_000 * CLOCK_NS, "ns")     # no Python per cycle

@@ -127,3 +127,21 @@ def test_bench_rtl_prints_the_deterministic_cycle_figures(capsys):
     assert figures["mopa_one_tile_fp"]["outer_products_per_cycle"] == pytest.approx(0.25, abs=1e-3)
     assert (figures["slice_loads_aligned"]["slices_per_beat"],
             figures["slice_loads_aligned"]["cycles_per_slice"]) == (1.0, 4.0)
+
+
+def test_bench_gemm_inner_loop_utilization_before_the_decoupled_engine(capsys):
+    """The 2VL×2VL GEMM inner loop (four loads feeding four outer products per k step): its
+    deterministic cycle count on today's engine, where each load holds dispatch (issue 15 will
+    change these figures, and this test with them)."""
+    assert cli.main(["bench", "--backend", "rtl", "--svl", "128", "--workloads",
+                     "gemm_fp32,gemm_int8,gemm_bf16", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)["results"]["128"]
+    for kind in ("fp32", "int8", "bf16"):
+        gemm = figures[f"gemm_{kind}"]
+        assert gemm["retired_mopa"] == 256 and gemm["memory_requests"] == 256, kind
+        assert gemm["busy_cycles"] == GEMM_BUSY_CYCLES_SVL128[kind], kind
+
+
+#: Busy cycles of the 64-step GEMM inner loop at SVL 128 (utilization 256 / this: 0.20); the
+#: integer array's last accumulation drains 2 cycles sooner than the floating-point ones.
+GEMM_BUSY_CYCLES_SVL128 = {"fp32": 1284, "int8": 1282, "bf16": 1284}
