@@ -18,3 +18,10 @@ def test_driver_example_runs_and_prints_what_the_readme_shows():
     with contextlib.redirect_stdout(output):
         exec(compile(code, "README.md", "exec"), {})
     assert output.getvalue() == shown
+
+
+def test_the_forms_table_is_the_instruction_table():
+    from script_modules import load_script
+    generated = load_script("isa_forms").markdown()
+    shown = re.search(r"<!-- forms -->\n(.*?)<!-- /forms -->", README, re.S).group(1)
+    assert shown == generated, "run `python scripts/isa_forms.py` and paste its table"

@@ -5,7 +5,10 @@ from __future__ import annotations
 from zatile.sw.arch.isa.builder import ESIZE, FormList
 from zatile.sw.arch.isa.forms import Field, Requires, Trait
 
-__all__ = ["FORMS"]
+__all__ = ["TITLE", "FORMS"]
+
+#: The class of instructions this module declares (README, "The instruction subset").
+TITLE = "SME"
 
 _TRAITS = {
     "msr_svcr_imm": {Trait.SVCR_WRITE},

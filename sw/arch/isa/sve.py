@@ -5,7 +5,10 @@ from __future__ import annotations
 from zatile.sw.arch.isa.builder import FormList
 from zatile.sw.arch.isa.forms import Field, Requires, Trait
 
-__all__ = ["FORMS"]
+__all__ = ["TITLE", "FORMS"]
+
+#: The class of instructions this module declares (README, "The instruction subset").
+TITLE = "streaming SVE: predicate set-up, moves, counts, contiguous and register loads/stores"
 
 _TRAITS = {
     "ldr_register": {Trait.LOAD},

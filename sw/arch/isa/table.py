@@ -14,10 +14,13 @@ from typing import Mapping
 from zatile.sw.arch.isa import sme, sve
 from zatile.sw.arch.isa.forms import Decoded, Form, Trait
 
-__all__ = ["FORMS", "FORMS_BY_NAME", "OPS", "decode", "ops_with"]
+__all__ = ["CLASSES", "FORMS", "FORMS_BY_NAME", "OPS", "decode", "ops_with"]
 
+#: The forms by class: one entry per table module, under its ``TITLE``.
+CLASSES: Mapping[str, tuple[Form, ...]] = MappingProxyType(
+    {module.TITLE: module.FORMS for module in (sme, sve)})
 #: Every supported form, in table order.
-FORMS: tuple[Form, ...] = sme.FORMS + sve.FORMS
+FORMS: tuple[Form, ...] = tuple(form for forms in CLASSES.values() for form in forms)
 FORMS_BY_NAME: Mapping[str, Form] = MappingProxyType({f.name: f for f in FORMS})
 #: Every semantic operation named by the table (the model implements exactly these).
 OPS: tuple[str, ...] = tuple(dict.fromkeys(f.op for f in FORMS))
