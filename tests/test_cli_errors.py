@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from zatile.sim.state import ArchState, Memory
 from zatile.sw import cli
 from zatile.sw.cli import main
+from tests.conftest import need_tool
 
 
 def _files(folder: Path) -> dict[str, Path]:
@@ -166,6 +167,15 @@ def test_the_error_line_names_the_mistake(tmp_path, capsys, argv, words):
     files = {name: str(path) for name, path in _files(tmp_path).items()}
     error = _assert_one_error_line(capsys, _status([a.format(**files) for a in argv]), argv)
     assert words in error and "pickle" not in error
+
+
+def test_a_bin_word_outside_the_subset_is_named_as_binutils_names_it(tmp_path, capsys):
+    need_tool("objdump")
+    program = tmp_path / "fadda.bin"
+    program.write_bytes((0x65982420).to_bytes(4, "little"))       # fadda s0, p1, s0, z1.s
+    error = _assert_one_error_line(capsys, _status(["run", str(program), "--svl", "128"]), "bin")
+    assert "word 0x65982420 at offset 0x0 ('fadda s0, p1, s0, z1.s') is not an instruction" \
+        in error
 
 
 def test_verilog_refuses_to_overwrite_without_force(tmp_path, capsys):

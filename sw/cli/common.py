@@ -71,17 +71,33 @@ def read_words(path: str) -> list[int]:
 def read_program(path: str) -> str:
     """The assembly of program ``path``: its text, or a ``.bin`` of words disassembled.
 
-    A word of a ``.bin`` outside the instruction subset is a :class:`CliError` naming its offset.
+    A word of a ``.bin`` outside the instruction subset is a :class:`CliError` naming its offset
+    and, when binutils is installed, the instruction it is.
     """
     if Path(path).suffix.lower() != ".bin":
         return read_text(path)
     lines = []
     for index, word in enumerate(read_words(path)):
         if decode(word) is None:
-            raise CliError(f"'{path}': word 0x{word:08x} at offset 0x{4 * index:x} is not an "
-                           f"instruction of the subset")
+            raise CliError(f"'{path}': word 0x{word:08x} at offset 0x{4 * index:x}"
+                           f"{_binutils_name(word)} is not an instruction of the subset")
         lines.append(disassemble(word).replace("\t", " "))
     return "\n".join(lines) + "\n"
+
+
+def _binutils_name(word: int) -> str:
+    """`` ('<objdump's text>')`` for ``word``, or nothing without binutils or for a word objdump
+    does not know either."""
+    from zatile.sim.binutils import gnu_disassemble  # local: keeps `zatile --help` fast
+    from zatile.sim.tools import ToolMissing  # local: keeps `zatile --help` fast
+
+    try:
+        text = gnu_disassemble([word])[0]
+    except ToolMissing:
+        return ""
+    if text.startswith(".inst") or text.endswith("undefined"):
+        return ""
+    return f" ('{text.replace(chr(9), ' ')}')"
 
 
 def output_path(text: str) -> Path:
