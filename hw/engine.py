@@ -10,9 +10,10 @@ Ports
 ``result`` (stream out, :func:`ResultLayout`)
     One per instruction, in issue order: ``status`` (OK, UNDEF, SME_TRAP, FAULT), ``smtc`` for
     an SME trap, ``fault_address`` for a fault, ``scalar`` (the value of MRS SVCR, RDSVL, RDVL,
-    CNTx, ADDSVL, ADDSPL, for the host to write to the destination register), and
+    CNTx, ADDSVL, ADDSPL, for the host to write to the destination register),
     ``fpsr_reset`` (PSTATE.SM changed: the host sets FPSR to 0x0800009F, which the engine does
-    not hold).
+    not hold), and ``nzcv`` with ``sets_flags`` (an instruction of ``Trait.SETS_FLAGS``
+    completed: the host sets PSTATE.NZCV, which the engine does not hold, to ``nzcv``).
 ``mem_req`` / ``mem_resp`` (streams, :mod:`hw.lsu`)
     The memory master: aligned beats of ``mem_data_width`` bits with byte enables; exactly one
     response per request, in order; ``error`` aborts the instruction with FAULT.
@@ -75,7 +76,8 @@ __all__ = ["IssueLayout", "ResultLayout", "DebugAddressLayout", "DebugSpace", "F
 IssueLayout = data.StructLayout({"word": 32, "src0": 64, "src1": 64, "src2": 64})
 #: The result payload.
 ResultLayout = data.StructLayout({"status": Status, "smtc": 3, "scalar": 64,
-                                  "fault_address": 64, "fpsr_reset": 1})
+                                  "fault_address": 64, "fpsr_reset": 1, "nzcv": 4,
+                                  "sets_flags": 1})
 #: What ``debug_addr`` selects.
 DebugAddressLayout = data.StructLayout({"space": 2, "index": 8})
 
@@ -97,6 +99,7 @@ FP_OPS = {Op.FMOPA_FP32: FpOuterProductKind.FMOPA_S, Op.FMOPA_FP64: FpOuterProdu
 _INT_OPS = tuple(op for op in ops_of(Trait.OUTER_PRODUCT) if op not in FP_OPS)
 _SLICE_OPS = ops_of(Trait.ZA_SLICE)
 _SVCR_WRITERS = ops_of(Trait.SVCR_WRITE)
+_FLAG_SETTERS = ops_of(Trait.SETS_FLAGS)
 #: Every operation the engine performs; the decoder makes the table's other forms UNDEF
 #: (``tests/test_tb_engine.py`` lists them: the streaming-SVE classes the vector unit will take).
 IMPLEMENTED_OPS = frozenset((*FP_OPS, *_INT_OPS, *_SLICE_OPS, *_SVCR_WRITERS, *SVE_OPS, Op.ZERO_ZA,
@@ -453,6 +456,8 @@ class ZaTileEngine(CheckedComponent):
                 r_payload.scalar.eq(sve.scalar),
                 r_payload.fault_address.eq(Mux(faulted, lsu.fault_address, 0)),
                 r_payload.fpsr_reset.eq(state.reset_sve),
+                r_payload.nzcv.eq(sve.nzcv),
+                r_payload.sets_flags.eq(legal & _one_of(op, _FLAG_SETTERS)),
             ]
         with m.Elif(self.result.ready):
             m.d.sync += r_valid.eq(0)

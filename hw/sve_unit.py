@@ -50,6 +50,9 @@ class StreamingSveUnit(CheckedComponent):
         The Z register value of DUP.
     scalar : Signal(64), out
         The general-register result of CNTx, RDVL, RDSVL, ADDSVL, ADDSPL and MRS SVCR.
+    nzcv : Signal(4), out
+        The flags WHILELT/WHILELO set (N bit 3, Z, C, V bit 0): PredTest of the result under
+        an all-true governing predicate (docs/isa.md, "Streaming SVE subset").
 
     Raises
     ------
@@ -70,6 +73,7 @@ class StreamingSveUnit(CheckedComponent):
             "predicate": Out(max_bytes(config)),
             "vector": Out(row_layout(config)),
             "scalar": Out(64),
+            "nzcv": Out(4),
         })
 
     @property
@@ -130,6 +134,9 @@ class StreamingSveUnit(CheckedComponent):
                     m.d.comb += element_starts.eq(
                         Cat(Const(bit % (1 << log2) == 0) for bit in range(maxb)))
         m.d.comb += self.predicate.eq(Cat(limit > bit for bit in range(maxb)) & element_starts)
+        # PredTest: N = first element active, Z = none active, C = not the last, V = 0.
+        m.d.comb += self.nzcv.eq(Cat(Const(0, 1), while_count < elements, while_count == 0,
+                                     while_count != 0))
 
         # DUP: the element replicated over the whole register.
         element = Signal(64)

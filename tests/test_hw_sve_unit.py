@@ -2,7 +2,8 @@
 
 Random instances of PTRUE, PFALSE, WHILELT/WHILELO, DUP, CNTx, RDVL, RDSVL, ADDSVL, ADDSPL and
 MRS SVCR, with operands near every boundary, at every SVL an engine of max SVL 512 supports:
-the predicate, vector and scalar outputs must equal what the model writes.
+the predicate, vector and scalar outputs must equal what the model writes, and the flags of
+WHILE its PredTest.
 """
 
 from __future__ import annotations
@@ -68,6 +69,12 @@ def test_matches_the_model(svl):
             if "pd" in decoded.fields:
                 bits = int.from_bytes(state.p[decoded["pd"]].tobytes(), "little")
                 assert ctx.get(unit.predicate) == bits, text
+            if decoded.form.op == "while":
+                # PredTest under all-true: N first active, Z none, C not the last, V 0.
+                elements = svl // 8 // decoded.form.params["esize"]
+                count = bin(ctx.get(unit.predicate)).count("1")
+                expected = (count > 0) << 3 | (count == 0) << 2 | (count < elements) << 1
+                assert ctx.get(unit.nzcv) == expected, text
             if decoded.form.op in ("dup_scalar", "dup_imm"):
                 vector = ctx.get(unit.vector.as_value()).to_bytes(maxb, "little")
                 assert np.array_equal(np.frombuffer(vector[:svl // 8], np.uint8),

@@ -49,6 +49,8 @@ class Trait(Enum):
     OUTER_PRODUCT = "outer_product"
     #: Writes SVCR (PSTATE.SM and/or PSTATE.ZA).
     SVCR_WRITE = "svcr_write"
+    #: Sets PSTATE.NZCV, which the CPU holds: the engine reports the new flags with the result.
+    SETS_FLAGS = "sets_flags"
 
 
 def signed_offset9(high: int, low: int) -> int:

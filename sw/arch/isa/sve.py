@@ -15,6 +15,7 @@ _TRAITS = {
     "str_register": {Trait.STORE},
     "ld1_contiguous": {Trait.LOAD},
     "st1_contiguous": {Trait.STORE},
+    "while": {Trait.SETS_FLAGS},
 }
 forms = FormList(_TRAITS)
 
