@@ -7,7 +7,7 @@ from amaranth.lib import data, enum, wiring
 
 from zatile.sw.arch.config import EngineConfig
 
-__all__ = ["CheckedComponent", "check_config", "row_layout", "byte_mask", "max_bytes", "pipeline_advance",
+__all__ = ["CheckedComponent", "ConfigComponent", "check_config", "row_layout", "byte_mask", "max_bytes", "pipeline_advance",
            "derived_enum"]
 
 
@@ -42,6 +42,25 @@ def check_config(config: object) -> None:
     """Raise ``TypeError`` quoting ``config`` unless it is an :class:`EngineConfig`."""
     if not isinstance(config, EngineConfig):
         raise TypeError(f"config must be an EngineConfig, not {config!r}")
+
+
+class ConfigComponent(CheckedComponent):
+    """A component built for one :class:`EngineConfig`: its check, and the ``config`` property.
+
+    A subclass calls ``super().__init__(config, signature)``; one that takes more arguments
+    overrides ``check_arguments`` and calls :func:`check_config` from it.
+    """
+
+    check_arguments = staticmethod(check_config)
+
+    def __init__(self, config: EngineConfig, signature):
+        self._config = config
+        super().__init__(signature)
+
+    @property
+    def config(self) -> EngineConfig:
+        """The configuration the component was built for."""
+        return self._config
 
 
 def max_bytes(config: EngineConfig) -> int:

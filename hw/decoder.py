@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 from zatile.sw.arch import isa
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import CheckedComponent, check_config, derived_enum
+from zatile.hw._common import ConfigComponent, check_config, derived_enum
 
 __all__ = [
     "Op",
@@ -147,7 +147,7 @@ def _excluded(form: isa.Form, word) -> object | None:
     return Cat(*conditions).any() if conditions else None
 
 
-class Decoder(CheckedComponent):
+class Decoder(ConfigComponent):
     """Combinational decoder of one instruction word.
 
     Parameters
@@ -178,13 +178,8 @@ class Decoder(CheckedComponent):
             raise TypeError(f"ops must be members of Op, not {ops!r}")
 
     def __init__(self, config: EngineConfig, ops=None):
-        self._config = config
         self._ops = frozenset(Op if ops is None else ops)
-        super().__init__({"word": In(32), "decoded": Out(DecodedLayout)})
-
-    @property
-    def config(self) -> EngineConfig:
-        return self._config
+        super().__init__(config, {"word": In(32), "decoded": Out(DecodedLayout)})
 
     def form_present(self, form: isa.Form) -> bool:
         """Whether ``form`` executes in this configuration (otherwise it is UNDEF)."""

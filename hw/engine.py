@@ -56,7 +56,7 @@ from amaranth.lib.wiring import In, Out
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.isa import Trait
 
-from zatile.hw._common import CheckedComponent, check_config, max_bytes
+from zatile.hw._common import ConfigComponent, check_config, max_bytes
 from zatile.hw.decoder import NO_SLOT, Decoder, Op, ops_of
 from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
 from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
@@ -111,7 +111,7 @@ def _one_of(value, members) -> object:
     return Cat(value == member for member in members).any()
 
 
-class ZaTileEngine(CheckedComponent):
+class ZaTileEngine(ConfigComponent):
     """The ZA tile engine (module documentation).
 
     Parameters
@@ -133,7 +133,6 @@ class ZaTileEngine(CheckedComponent):
         check_config(config)
 
     def __init__(self, config: EngineConfig, library: ModuleLibrary | None = None):
-        self._config = config
         self._library = library
         maxb = max_bytes(config)
         width = config.mem_data_width
@@ -155,11 +154,7 @@ class ZaTileEngine(CheckedComponent):
         }
         if config.za_contexts > 1:
             members["za_context"] = In(range(config.za_contexts))
-        super().__init__(members)
-
-    @property
-    def config(self) -> EngineConfig:
-        return self._config
+        super().__init__(config, members)
 
     @property
     def has_fp(self) -> bool:

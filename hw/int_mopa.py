@@ -28,7 +28,7 @@ from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import CheckedComponent, check_config, max_bytes, row_layout
+from zatile.hw._common import ConfigComponent, max_bytes, row_layout
 from zatile.hw.za_storage import TileReadSignature, TileWriteSignature, tile_row_groups
 
 __all__ = ["IntOpKind", "IntOpLayout", "IntOuterProductArray"]
@@ -70,7 +70,7 @@ def _source(vector, index: int, bits: int, is_unsigned):
     return Cat(value, Mux(is_unsigned, 0, value[-1])).as_signed()
 
 
-class IntOuterProductArray(CheckedComponent):
+class IntOuterProductArray(ConfigComponent):
     """Integer outer products and vector-to-tile additions on whole tiles (module documentation).
 
     Parameters
@@ -99,20 +99,13 @@ class IntOuterProductArray(CheckedComponent):
     #: Cycles from acceptance to the cycle the tile is written.
     latency = 2
 
-    check_arguments = staticmethod(check_config)
-
     def __init__(self, config: EngineConfig):
-        self._config = config
-        super().__init__({
+        super().__init__(config, {
             "op": In(stream.Signature(IntOpLayout(config))),
             "acc": Out(TileReadSignature(config)),
             "write": Out(TileWriteSignature(config)),
             "busy": Out(8),
         })
-
-    @property
-    def config(self) -> EngineConfig:
-        return self._config
 
     def elaborate(self, platform):
         m = Module()

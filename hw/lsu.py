@@ -47,7 +47,7 @@ from amaranth.lib.wiring import In, Out
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.isa import Trait
 
-from zatile.hw._common import CheckedComponent, byte_mask, check_config, max_bytes, row_layout
+from zatile.hw._common import ConfigComponent, byte_mask, max_bytes, row_layout
 from zatile.hw.decoder import DecodedLayout, Op, ops_of
 
 __all__ = ["MEMORY_OPS", "STORE_OPS", "MemRequestLayout", "MemResponseLayout",
@@ -88,7 +88,7 @@ def _lowest_set(m, bits, name: str) -> tuple[Signal, Signal]:
     return index, one_hot
 
 
-class LoadStoreUnit(CheckedComponent):
+class LoadStoreUnit(ConfigComponent):
     """Memory instructions as aligned beats (module documentation).
 
     Parameters
@@ -127,13 +127,10 @@ class LoadStoreUnit(CheckedComponent):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
-    check_arguments = staticmethod(check_config)
-
     def __init__(self, config: EngineConfig):
-        self._config = config
         maxb = max_bytes(config)
         width = config.mem_data_width
-        super().__init__({
+        super().__init__(config, {
             "start": In(1),
             "decoded": In(DecodedLayout),
             "base": In(64),
@@ -151,10 +148,6 @@ class LoadStoreUnit(CheckedComponent):
             "mem_req": Out(stream.Signature(MemRequestLayout(width))),
             "mem_resp": In(stream.Signature(MemResponseLayout(width))),
         })
-
-    @property
-    def config(self) -> EngineConfig:
-        return self._config
 
     @property
     def beat_bytes(self) -> int:

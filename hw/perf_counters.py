@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from zatile.sw.arch import isa
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import CheckedComponent, check_config, max_bytes
+from zatile.hw._common import ConfigComponent, max_bytes
 from zatile.hw.decoder import Op
 
 __all__ = ["PERF_COUNTERS", "PerfLayout", "PerfEventLayout", "PerfCounters"]
@@ -50,7 +50,7 @@ def _popcount(bits) -> object:
     return total
 
 
-class PerfCounters(CheckedComponent):
+class PerfCounters(ConfigComponent):
     """Event counters of one engine.
 
     Parameters
@@ -74,12 +74,9 @@ class PerfCounters(CheckedComponent):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
-    check_arguments = staticmethod(check_config)
-
     def __init__(self, config: EngineConfig):
-        self._config = config
         maxb = max_bytes(config)
-        super().__init__({
+        super().__init__(config, {
             "event": In(PerfEventLayout),
             "op": In(Op),
             "row_predicate": In(maxb),

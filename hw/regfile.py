@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import CheckedComponent, byte_mask, check_config, max_bytes, row_layout
+from zatile.hw._common import ConfigComponent, byte_mask, max_bytes, row_layout
 
 __all__ = ["ReadPortSignature", "WritePortSignature", "RegisterFile"]
 
@@ -36,7 +36,7 @@ def WritePortSignature(addr_width: int, data_shape, enables: int) -> wiring.Sign
                              "lanes": Out(enables)})
 
 
-class RegisterFile(CheckedComponent):
+class RegisterFile(ConfigComponent):
     """Z, P and FFR with two read ports each for Z and P, one write port each, and a debug port.
 
     Parameters
@@ -63,13 +63,10 @@ class RegisterFile(CheckedComponent):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
-    check_arguments = staticmethod(check_config)
-
     def __init__(self, config: EngineConfig):
-        self._config = config
         maxb = max_bytes(config)
         row = row_layout(config)
-        super().__init__({
+        super().__init__(config, {
             "z_read_a": In(ReadPortSignature(5, row)),
             "z_read_b": In(ReadPortSignature(5, row)),
             "p_read_a": In(ReadPortSignature(4, maxb)),
@@ -81,10 +78,6 @@ class RegisterFile(CheckedComponent):
             "p_debug": In(ReadPortSignature(4, maxb)),
             "ffr": Out(maxb),
         })
-
-    @property
-    def config(self) -> EngineConfig:
-        return self._config
 
     def elaborate(self, platform):
         m = Module()

@@ -32,7 +32,7 @@ from zatile.sw.arch import engine as arch_engine
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import Smtc
 
-from zatile.hw._common import CheckedComponent, check_config, derived_enum, max_bytes
+from zatile.hw._common import ConfigComponent, derived_enum, max_bytes
 from zatile.hw.decoder import Access, DecodedLayout, Op
 
 __all__ = ["Status", "VerdictLayout", "StateControl"]
@@ -45,7 +45,7 @@ Status = derived_enum("Status", [status.name for status in arch_engine.Status], 
 VerdictLayout = data.StructLayout({"status": Status, "smtc": 3})
 
 
-class StateControl(CheckedComponent):
+class StateControl(ConfigComponent):
     """SVCR, legality of the instruction in execution, and the effective SVL.
 
     Parameters
@@ -88,10 +88,7 @@ class StateControl(CheckedComponent):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
-    check_arguments = staticmethod(check_config)
-
     def __init__(self, config: EngineConfig):
-        self._config = config
         maxb = max_bytes(config)
         members = {
             "decoded": In(DecodedLayout),
@@ -109,11 +106,7 @@ class StateControl(CheckedComponent):
         }
         if config.za_contexts > 1:
             members["context"] = In(range(config.za_contexts))
-        super().__init__(members)
-
-    @property
-    def config(self) -> EngineConfig:
-        return self._config
+        super().__init__(config, members)
 
     def elaborate(self, platform):
         m = Module()

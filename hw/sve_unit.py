@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 from zatile.sw.arch.pseudocode import predicate_count
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import CheckedComponent, check_config, max_bytes, row_layout
+from zatile.hw._common import ConfigComponent, max_bytes, row_layout
 from zatile.hw.decoder import DecodedLayout, Op
 
 __all__ = ["SVE_OPS", "StreamingSveUnit"]
@@ -28,7 +28,7 @@ SVE_OPS = (Op.PTRUE, Op.PFALSE, Op.WHILE, Op.DUP_SCALAR, Op.DUP_IMM, Op.CNT, Op.
            Op.ADDSVL, Op.MRS_SVCR)
 
 
-class StreamingSveUnit(CheckedComponent):
+class StreamingSveUnit(ConfigComponent):
     """Predicate, broadcast and scalar results of one instruction (combinational).
 
     Parameters
@@ -60,11 +60,8 @@ class StreamingSveUnit(CheckedComponent):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
-    check_arguments = staticmethod(check_config)
-
     def __init__(self, config: EngineConfig):
-        self._config = config
-        super().__init__({
+        super().__init__(config, {
             "decoded": In(DecodedLayout),
             "first": In(64),
             "second": In(64),
@@ -75,10 +72,6 @@ class StreamingSveUnit(CheckedComponent):
             "scalar": Out(64),
             "nzcv": Out(4),
         })
-
-    @property
-    def config(self) -> EngineConfig:
-        return self._config
 
     def elaborate(self, platform):
         m = Module()

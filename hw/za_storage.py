@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import CheckedComponent, check_config, max_bytes, row_layout
+from zatile.hw._common import ConfigComponent, check_config, max_bytes, row_layout
 from zatile.hw.regfile import ReadPortSignature
 
 __all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",
@@ -82,7 +82,7 @@ def tile_row_groups(double, tile) -> Value:
     return Mux(double, Const(1, 8) << tile[:3], Const(0b0001_0001, 8) << tile[:2])
 
 
-class ZaStorage(CheckedComponent):
+class ZaStorage(ConfigComponent):
     """The ZA array with slice, tile, zeroing and debug ports.
 
     Parameters
@@ -130,7 +130,6 @@ class ZaStorage(CheckedComponent):
             raise ValueError(f"tile_ports must be a positive integer, not {tile_ports!r}")
 
     def __init__(self, config: EngineConfig, tile_ports: int = 1):
-        self._config = config
         self._tile_ports = tile_ports
         members = {
             "slice_read": In(SliceReadSignature(config)),
@@ -144,11 +143,7 @@ class ZaStorage(CheckedComponent):
         }
         if config.za_contexts > 1:
             members["context"] = In(range(config.za_contexts))
-        super().__init__(members)
-
-    @property
-    def config(self) -> EngineConfig:
-        return self._config
+        super().__init__(config, members)
 
     @property
     def tile_ports(self) -> int:

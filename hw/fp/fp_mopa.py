@@ -39,7 +39,7 @@ from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import CheckedComponent, check_config
+from zatile.hw._common import ConfigComponent, check_config
 from zatile.hw.library import ModuleLibrary, place
 
 from zatile.hw.fp.bf_dot_add import BfDotAdd
@@ -132,7 +132,7 @@ def _za_row_groups(double, tile):
     return Mux(double, Const(1, 8) << tile, Const(0b0001_0001, 8) << tile[:2])
 
 
-class FpOuterProductArray(CheckedComponent):
+class FpOuterProductArray(ConfigComponent):
     """A tile of FP units applying one outer product per cycle (see the module documentation).
 
     Parameters
@@ -179,18 +179,13 @@ class FpOuterProductArray(CheckedComponent):
     def __init__(self, config: EngineConfig, library: ModuleLibrary | None = None):
         self._library = library
         kinds = tuple(kind for kind, feature in KIND_FEATURES.items() if config.has(feature))
-        self._config = config
         self._kinds = kinds
-        super().__init__({
+        super().__init__(config, {
             "op": In(stream.Signature(OuterProductLayout(config))),
             "acc": Out(AccumulatorReadSignature(config)),
             "result": Out(stream.Signature(TileUpdateLayout(config))),
             "busy": Out(8),
         })
-
-    @property
-    def config(self) -> EngineConfig:
-        return self._config
 
     @property
     def kinds(self) -> tuple[FpOuterProductKind, ...]:
