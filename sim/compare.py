@@ -12,7 +12,7 @@ __all__ = ["first_difference", "za_location", "describe_outcome"]
 
 def first_difference(left: ArchState, right: ArchState, *, compare_za: bool = True) -> str | None:
     """Name the first architectural byte on which two states differ, or None if they agree."""
-    for name in ("svl", "svcr", "fpcr", "fpsr", "sp"):
+    for name in ("svl", "svcr", "fpcr", "fpsr", "nzcv", "sp"):
         if getattr(left, name) != getattr(right, name):
             return f"{name}: 0x{getattr(left, name):x} != 0x{getattr(right, name):x}"
     for register in range(31):

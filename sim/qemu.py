@@ -172,11 +172,11 @@ def qemu_cpu_option(svl_bits: int) -> str:
 def state_layout(svl_bytes: int) -> np.dtype:
     """The byte layout of an architectural state as the harness loads and dumps it.
 
-    The reserved bytes put ZA, Z, P and FFR on 16-byte boundaries.
+    The scalars fill 288 bytes, so ZA, Z, P and FFR start on 16-byte boundaries.
     """
     return np.dtype([
         ("x", "<u8", (31,)), ("sp", "<u8"), ("svcr", "<u8"), ("fpcr", "<u8"), ("fpsr", "<u8"),
-        ("reserved", "u1", (8,)),
+        ("nzcv", "<u8"),
         ("za", "u1", (svl_bytes, svl_bytes)), ("z", "u1", (32, svl_bytes)),
         ("p", "u1", (16, svl_bytes // 8)), ("ffr", "u1", (svl_bytes // 8,)),
     ])
@@ -186,7 +186,7 @@ def _pack_state(state: ArchState) -> bytes:
     block = np.zeros((), state_layout(state.svl_bytes))
     for name in ("x", "za", "z", "p", "ffr"):
         block[name] = getattr(state, name)
-    for name in ("sp", "svcr", "fpcr", "fpsr"):
+    for name in ("sp", "svcr", "fpcr", "fpsr", "nzcv"):
         block[name] = getattr(state, name)
     return block.tobytes()
 
@@ -304,6 +304,8 @@ def _generate_source(initial: ArchState, body: list[str], state_file: Path) -> s
     code += [f"ldr x1, [x20, #{offset['fpcr']}]", "msr fpcr, x1",
              # FPSR last: an SM change (above) resets it to 0x0800009f.
              f"ldr x1, [x20, #{offset['fpsr']}]", "msr fpsr, x1",
+             # NZCV after the last flag-setting instruction of the prologue (the ZA loop's cmp).
+             f"ldr x1, [x20, #{offset['nzcv']}]", "lsl x1, x1, #28", "msr nzcv, x1",
              f"ldr x1, [x20, #{offset['sp']}]", "mov sp, x1",
              f"add x30, x20, #{offset['x']}"]
     code += [f"ldp x{n}, x{n + 1}, [x30, #{8 * n}]" for n in range(0, 30, 2)]
@@ -317,6 +319,7 @@ def _generate_source(initial: ArchState, body: list[str], state_file: Path) -> s
     code += ["msr tpidr_el0, x0", *_address("x0", "state_out")]
     code += [f"stp x{n}, x{n + 1}, [x0, #{8 * n}]" for n in range(1, 31, 2)]
     code += ["mrs x1, tpidr_el0", "str x1, [x0]",
+             "mrs x1, nzcv", "lsr x1, x1, #28", f"str x1, [x0, #{offset['nzcv']}]",
              "mrs x1, fpsr", f"str x1, [x0, #{offset['fpsr']}]",
              "mov x1, sp", f"str x1, [x0, #{offset['sp']}]",
              "mrs x1, fpcr", f"str x1, [x0, #{offset['fpcr']}]",
@@ -516,6 +519,7 @@ def _parse_output(run: subprocess.CompletedProcess, initial: ArchState, layout: 
     state = ArchState(
         svl=initial.svl, svcr=svcr,
         za=block["za"] if za_valid else None, z=block["z"], p=block["p"], ffr=block["ffr"],
-        fpcr=int(block["fpcr"]), fpsr=int(block["fpsr"]), x=block["x"], sp=int(block["sp"]),
+        fpcr=int(block["fpcr"]), fpsr=int(block["fpsr"]), nzcv=int(block["nzcv"]),
+        x=block["x"], sp=int(block["sp"]),
         memory=Memory(final_memory))
     return QemuResult(state, trapped, za_valid)

@@ -1,12 +1,12 @@
 """Architectural state of an SME engine, its sparse memory, and the ``.npz`` snapshot format.
 
 A snapshot holds the arrays ``svl`` (bits), ``svcr``, ``za`` uint8[SVL_B, SVL_B], ``z``
-uint8[32, SVL_B], ``p`` uint8[16, SVL_B/8], ``ffr`` uint8[SVL_B/8], ``fpcr``, ``fpsr``, ``x``
-uint64[31], ``sp`` and memory regions named ``mem_<hex base address>`` (uint8). Missing keys
+uint8[32, SVL_B], ``p`` uint8[16, SVL_B/8], ``ffr`` uint8[SVL_B/8], ``fpcr``, ``fpsr``, ``nzcv``
+(PSTATE.NZCV as bits 3-0: N, Z, C, V), ``x`` uint64[31], ``sp`` and memory regions named ``mem_<hex base address>`` (uint8). Missing keys
 mean zero or empty. Predicate bit *b* is bit ``b % 8`` of byte ``b // 8``.
 
 Loading checks every value against the architecture: SVCR has only SM and ZA, FPCR no RES0 bit
-(:data:`~zatile.sw.arch.constants.FPCR_FIELDS`), FPSR 32 bits, each array its shape and element
+(:data:`~zatile.sw.arch.constants.FPCR_FIELDS`), FPSR 32 bits, NZCV 4 bits, each array its shape and element
 range; the error names the key. :func:`check_user_space` is the one rule for where a memory region
 may lie so that every backend (the model, QEMU, the RTL) can map it.
 """
@@ -33,10 +33,10 @@ __all__ = [
 ]
 
 _MEM_KEY = re.compile(r"mem_(?:0x)?([0-9a-fA-F]+)$")
-_SCALAR_KEYS = ("svl", "svcr", "fpcr", "fpsr", "sp")
+_SCALAR_KEYS = ("svl", "svcr", "fpcr", "fpsr", "nzcv", "sp")
 #: The largest value each scalar snapshot key may hold (``svl`` is checked by ArchState).
 _SCALAR_LIMITS = {"svcr": SVCR_SM | SVCR_ZA, "fpcr": FPCR_FIELDS, "fpsr": 0xFFFF_FFFF,
-                  "sp": MASK64}
+                  "nzcv": 0xF, "sp": MASK64}
 _ARRAY_DTYPES = {"za": np.uint8, "z": np.uint8, "p": np.uint8, "ffr": np.uint8, "x": np.uint64}
 #: How the first bytes of a file tell what it is.
 _ZIP_MAGIC, _NPY_MAGIC = b"PK\x03\x04", b"\x93NUMPY"
@@ -184,6 +184,9 @@ class ArchState:
         uint8[SVL_B // 8].
     fpcr, fpsr : int
         Floating-point control and status.
+    nzcv : int
+        PSTATE.NZCV (bit 3 N, 2 Z, 1 C, 0 V): the CPU's flags, which the SVE instructions
+        that set flags write.
     x : numpy.ndarray
         uint64[31], X0-X30.
     sp : int
@@ -200,6 +203,7 @@ class ArchState:
     ffr: np.ndarray = None
     fpcr: int = 0
     fpsr: int = 0
+    nzcv: int = 0
     x: np.ndarray = None
     sp: int = 0
     memory: Memory = field(default_factory=Memory)
@@ -255,6 +259,7 @@ class ArchState:
             "svl": np.array(self.svl, np.uint64), "svcr": np.array(self.svcr, np.uint64),
             "za": self.za, "z": self.z, "p": self.p, "ffr": self.ffr,
             "fpcr": np.array(self.fpcr, np.uint64), "fpsr": np.array(self.fpsr, np.uint64),
+            "nzcv": np.array(self.nzcv, np.uint64),
             "x": self.x, "sp": np.array(self.sp, np.uint64),
         }
         for base, data in self.memory.regions.items():

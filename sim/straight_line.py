@@ -23,16 +23,19 @@ class _Registers:
     sp: int
 
 
-def execute_program(engine: Engine, words: Sequence[int], x: Sequence[int], sp: int):
+def execute_program(engine: Engine, words: Sequence[int], x: Sequence[int], sp: int,
+                    nzcv: int = 0):
     """Run straight-line code on an :class:`~zatile.sw.arch.engine.Engine` the way a CPU would.
 
-    Operands come from the CPU's registers (``x``, ``sp``), scalar results are written back.
-    Execution continues after traps and faults, like the model backend.
+    Operands come from the CPU's registers (``x``, ``sp``); scalar results are written back, and
+    the flags of an instruction that sets them become the CPU's NZCV. Execution continues after
+    traps and faults, like the model backend.
 
     Returns
     -------
-    (results, x, sp)
-        The engine's :class:`~zatile.sw.arch.engine.Result` per instruction and the final registers.
+    (results, x, sp, nzcv)
+        The engine's :class:`~zatile.sw.arch.engine.Result` per instruction and the final
+        registers and flags.
     """
     registers = _Registers(np.array(x, np.uint64).copy(), int(sp))
     results = []
@@ -40,5 +43,7 @@ def execute_program(engine: Engine, words: Sequence[int], x: Sequence[int], sp: 
         result = engine.issue(word, read_operands(word, registers))
         if result.status is Status.OK:
             write_result(word, result.scalar, registers)
+            if result.nzcv is not None:
+                nzcv = result.nzcv
         results.append(result)
-    return results, registers.x, registers.sp
+    return results, registers.x, registers.sp, nzcv

@@ -153,7 +153,8 @@ async def workloads(dut) -> None:
             continue
         elif name == "mixed":
             program = generate_program(rng, svl, 2000, weights=rtl_weights())
-            host = ScalarFile(program.initial.x, program.initial.sp, program.initial.fpsr)
+            initial = program.initial
+            host = ScalarFile(initial.x, initial.sp, initial.fpsr, initial.nzcv)
             await bench.load_state(program.initial)
             bench.bus.memory = program.initial.memory.copy()
             stream = [(assemble_line(line), None) for line in program.text.splitlines()

@@ -66,7 +66,7 @@ def to_model_result(word: int, rtl: RtlResult) -> Result:
     scalar = rtl.scalar if status is Status.OK and destination_of(word) else None
     return Result(status, smtc=rtl.smtc if status is Status.SME_TRAP else None,
                   fault_address=rtl.fault_address if status is Status.FAULT else None,
-                  scalar=scalar, form=form)
+                  scalar=scalar, form=form, nzcv=rtl.nzcv if rtl.sets_flags else None)
 
 
 class EngineBench:

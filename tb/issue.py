@@ -43,11 +43,14 @@ class RtlResult:
     scalar: int
     fault_address: int
     fpsr_reset: bool
+    nzcv: int = 0
+    sets_flags: bool = False
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, int]) -> "RtlResult":
         return cls(STATUS_NAMES[payload["status"]], payload["smtc"], payload["scalar"],
-                   payload["fault_address"], bool(payload["fpsr_reset"]))
+                   payload["fault_address"], bool(payload["fpsr_reset"]), payload["nzcv"],
+                   bool(payload["sets_flags"]))
 
     def describe(self) -> str:
         if self.status == "SME_TRAP":
@@ -65,18 +68,19 @@ def pad_sources(values: tuple[int, ...]) -> tuple[int, ...]:
 
 
 class ScalarFile:
-    """The CPU side of the issue port: X0-X30, SP and FPSR.
+    """The CPU side of the issue port: X0-X30, SP, FPSR and NZCV.
 
     Parameters
     ----------
     x : array-like of 31 ints
-    sp, fpsr : int
+    sp, fpsr, nzcv : int
     """
 
-    def __init__(self, x, sp: int, fpsr: int):
+    def __init__(self, x, sp: int, fpsr: int, nzcv: int = 0):
         self.x = np.array(x, np.uint64).copy()
         self.sp = int(sp)
         self.fpsr = int(fpsr)
+        self.nzcv = int(nzcv)
 
     def sources(self, word: int) -> tuple[int, ...]:
         """``src0..src2`` for ``word`` (zeros for unused slots and a word outside the subset)."""
@@ -92,12 +96,14 @@ class ScalarFile:
         return None if register is None or register.is_zero else register.name
 
     def retire(self, word: int, result: RtlResult) -> None:
-        """Apply a result: scalar write-back and the FPSR reset of an SM change."""
+        """Apply a result: scalar write-back, the FPSR reset of an SM change, new flags."""
         if result.status != "OK":
             return
         write_result(word, result.scalar, self)
         if result.fpsr_reset:
             self.fpsr = FPSR_RESET_ON_SM_CHANGE
+        if result.sets_flags:
+            self.nzcv = result.nzcv
 
 
 class IssueDriver:

@@ -39,14 +39,14 @@ async def run_program(dut) -> None:
     engine = RtlEngine(bench, fpsr=initial.fpsr)
     await bench.wait_idle()
     before = bench.perf()
-    results, x, sp = await bridge(execute_program)(engine, request["words"], initial.x,
-                                                   initial.sp)
+    results, x, sp, nzcv = await bridge(execute_program)(engine, request["words"], initial.x,
+                                                         initial.sp, initial.nzcv)
     await bench.wait_idle()
     perf = {name: count - before[name] for name, count in bench.perf().items()}
     snapshot = await bench.snapshot(za=True)
     final = ArchState(svl=initial.svl, svcr=snapshot["svcr"], za=snapshot["za"],
                       z=snapshot["z"], p=snapshot["p"], ffr=snapshot["ffr"], fpcr=initial.fpcr,
-                      fpsr=engine.fpsr, x=x, sp=sp, memory=bench.bus.memory)
+                      fpsr=engine.fpsr, nzcv=nzcv, x=x, sp=sp, memory=bench.bus.memory)
     if engine.sm_changes == 0:
         # Non-streaming SVE state and FFR live with the CPU until an SM change resets them.
         final.ffr = initial.ffr.copy()

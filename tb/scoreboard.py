@@ -2,9 +2,9 @@
 
 Each instruction is predicted by :class:`sim.model.ReferenceModel` when it is issued and checked
 when its result comes back (results are in issue order). Per instruction it compares status,
-SMTC, fault address, the scalar result and ``fpsr_reset``; the testbench calls
-:meth:`Scoreboard.compare_memory` and :meth:`Scoreboard.compare_state` (ZA, Z, P, FFR and SVCR
-read through the debug port) whenever the engine is idle: after every instruction in lock-step
+SMTC, fault address, the scalar result, ``fpsr_reset`` and the flags (``sets_flags``, ``nzcv``);
+the testbench calls :meth:`Scoreboard.compare_memory` and :meth:`Scoreboard.compare_state` (ZA,
+Z, P, FFR and SVCR read through the debug port) whenever the engine is idle: after every instruction in lock-step
 mode, at the end of each program and at drain points in streaming mode.
 
 Store faults and partial writes (hw.engine): a memory error aborts the instruction with FAULT and
@@ -204,6 +204,11 @@ class Scoreboard:
                            f"{'changed' if sm_changed else 'did not change'}")
         elif rtl.fpsr_reset:
             self._fail(expectation, "fpsr_reset=1 on an instruction that did not execute")
+        if rtl.sets_flags != (expected.nzcv is not None):
+            self._fail(expectation, f"sets_flags={int(rtl.sets_flags)} but the model "
+                       f"{'sets' if expected.nzcv is not None else 'does not set'} NZCV")
+        if expected.nzcv is not None and rtl.nzcv != expected.nzcv:
+            self._fail(expectation, f"NZCV 0b{rtl.nzcv:04b}, model 0b{expected.nzcv:04b}")
         partial = 0
         writes = self.bus.take_writes()
         if expectation.is_store and expected.status is Status.FAULT:

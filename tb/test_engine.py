@@ -94,7 +94,7 @@ async def run_program(session: Session, program: Program) -> None:
     bench.bus.forced_error_rate = program.forced_error_rate
     scoreboard = Scoreboard(config, initial, bench.bus, sme_enabled=program.sme_enabled,
                             coverage=session.coverage, name=program.name)
-    host = ScalarFile(initial.x, initial.sp, initial.fpsr)
+    host = ScalarFile(initial.x, initial.sp, initial.fpsr, initial.nzcv)
     lockstep = program.lockstep or program.forced_error_rate > 0
     pending_writes: Counter = Counter()
 
@@ -220,7 +220,7 @@ async def za_contexts(dut) -> None:
         await bench.load_state(state)
     scoreboards = [Scoreboard(config, state, bench.bus, coverage=session.coverage,
                               name=f"context {context}") for context, state in enumerate(states)]
-    host = ScalarFile(states[0].x, states[0].sp, states[0].fpsr)
+    host = ScalarFile(states[0].x, states[0].sp, states[0].fpsr, states[0].nzcv)
     pool = [form for form in FORMS if form.op in _CONTEXT_WALK and config.has(form.feature)]
     pool += [FORMS_BY_NAME["SMSTART_ZA"], FORMS_BY_NAME["SMSTOP_ZA"]]
     context = contexts - 1

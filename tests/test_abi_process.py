@@ -692,3 +692,15 @@ def test_out_of_memory_paths():
     greedy = start(kernel, Executable({"main": ["smstart za", exit_(0)]}), "/bin/greedy")
     run_to_completion(kernel)
     assert greedy.exit_signal == c.SIGKILL and kernel.heap.blocks_in_use == 0
+
+
+def test_an_engine_instruction_that_sets_flags_sets_the_threads_nzcv():
+    """WHILELO writes PSTATE.NZCV of the thread that issued it (the engine reports the flags,
+    the CPU holds them)."""
+    seen = []
+    probe = Call(lambda ctx: seen.append(ctx.nzcv))
+    process, _ = run_single(Executable({"main": [
+        Mov(1, 3), "smstart sm", probe, "whilelo p0.s, xzr, x1", probe,
+        "whilelo p0.s, x1, x1", probe, "ptrue p1.s", probe, exit_(0)]}, data_size=0x1000))
+    # Three of four .s elements active: N=1, Z=0, C=1; none active: N=0, Z=1, C=1; PTRUE keeps.
+    assert seen == [0b0000, 0b1010, 0b0110, 0b0110]

@@ -33,6 +33,8 @@ def _plant(state: ArchState, place: str) -> None:
         setattr(state, place, 1 << 24)
     elif place == "sp":
         state.sp = 0x10
+    elif place == "nzcv":
+        state.nzcv = 0b0110
     elif place == "x":
         state.x[7] = 5
     elif place == "z":
@@ -49,7 +51,8 @@ def _plant(state: ArchState, place: str) -> None:
 
 PLACES = {
     "svcr": "svcr: 0x3 != 0x1", "fpcr": "fpcr: 0x0 != 0x1000000",
-    "fpsr": "fpsr: 0x0 != 0x1000000", "sp": "sp: 0x0 != 0x10", "x": "x7: 0x0 != 0x5",
+    "fpsr": "fpsr: 0x0 != 0x1000000", "nzcv": "nzcv: 0x0 != 0x6", "sp": "sp: 0x0 != 0x10",
+    "x": "x7: 0x0 != 0x5",
     "z": "z3 byte 9: 0x00 != 0xab", "p": "p2 byte 1: 0x00 != 0x04",
     "za": "za1h.s slice 3 element 7 (za row 13 byte 30): 0x00 != 0x11", "ffr": "ffr byte 2: 0x00 != 0x80",
     "memory": "memory 0x400011: 0x00 != 0x5a",
@@ -183,6 +186,7 @@ PLANTED = {
     "svcr": (lambda run: setattr(run.final, "svcr", 1), "svcr: 0x3 != 0x1"),
     "fpsr": (lambda run: setattr(run.final, "fpsr", 0x8), "fpsr: 0x800009f != 0x8"),
     "fpcr": (lambda run: setattr(run.final, "fpcr", 0x400000), "fpcr: 0x0 != 0x400000"),
+    "nzcv": (lambda run: setattr(run.final, "nzcv", 0b1001), "nzcv: 0x"),
     "status": (lambda run: run.outcomes.__setitem__(2, InstructionOutcome(2, "rdsvl x21, #1",
                                                                           "undef")),
                "instruction 2 'rdsvl x21, #1': model ok != rtl undef"),

@@ -76,6 +76,7 @@ def test_memory_faults_are_all_or_nothing():
      r"'fpcr' = 0x8 sets reserved bits 0x8 \(defined bits: 0x7ffbf07\)"),
     (dict(fpcr=np.array(1 << 14)), r"'fpcr' = 0x4000 sets reserved bits 0x4000"),
     (dict(fpsr=np.array(2**33, np.uint64)), r"'fpsr' = 0x200000000 sets reserved bits"),
+    (dict(nzcv=np.array(0x10)), r"'nzcv' = 0x10 sets reserved bits 0x10"),
     (dict(sp=np.array(-8, np.int64)), r"'sp' must not be negative, not -8"),
     (dict(za=np.full((16, 16), 300, np.int16)), r"'za' holds values outside uint8 \(300 to 300\)"),
     (dict(x=np.full(31, -1, np.int64)), r"'x' holds values outside uint64"),

@@ -45,7 +45,8 @@ class StandIn:
         result = self.engine.issue(word, sources[:count])
         return RtlResult(result.status.name, result.smtc or 0, (result.scalar or 0) & (2**64 - 1),
                          result.fault_address or 0, bool((svcr ^ self.engine.svcr) & 1)
-                         and result.status is Status.OK)
+                         and result.status is Status.OK, result.nzcv or 0,
+                         result.nzcv is not None)
 
     @staticmethod
     def _sources(word):
@@ -65,7 +66,7 @@ def _run(program, coverage=None):
     stand_in = StandIn(initial, bus, program.sme_enabled)
     scoreboard = Scoreboard(CONFIG, initial, bus, sme_enabled=program.sme_enabled,
                             coverage=coverage, name=program.name)
-    host = ScalarFile(initial.x, initial.sp, initial.fpsr)
+    host = ScalarFile(initial.x, initial.sp, initial.fpsr, initial.nzcv)
     for word in program.words:
         scoreboard.predict(word)
         result = stand_in.issue(word, host.sources(word))
@@ -176,7 +177,7 @@ def _finished_scoreboard():
     bus = BusMemory(initial.memory.copy(), 16, random.Random(0))
     stand_in = StandIn(initial, bus)
     scoreboard = Scoreboard(CONFIG, initial, bus, name="planted")
-    host = ScalarFile(initial.x, initial.sp, initial.fpsr)
+    host = ScalarFile(initial.x, initial.sp, initial.fpsr, initial.nzcv)
     for text in _PLANT_PROGRAM:
         word = assemble_line(text)
         scoreboard.predict(word)
@@ -222,7 +223,14 @@ def test_one_planted_byte_of_memory_is_named():
     ("zero {za}", RtlResult("UNDEF", 0, 0, 0, False), r"status UNDEF.*model SME_TRAP"),
     ("ldr z1, [x2]", RtlResult("FAULT", 0, 0, 0x10, False), r"fault address 0x10, model 0x0"),
     ("rdsvl x21, #1", RtlResult("OK", 0, 16, 0, True), r"fpsr_reset=1 but PSTATE.SM did not"),
-], ids=["scalar", "smtc", "status", "fault-address", "fpsr-reset"])
+    ("whilelo p1.s, xzr, x2", RtlResult("OK", 0, 0, 0, False, 0b0010, True),
+     r"NZCV 0b0010, model 0b0110"),
+    ("whilelo p1.s, xzr, x2", RtlResult("OK", 0, 0, 0, False, 0b0110, False),
+     r"sets_flags=0 but the model sets NZCV"),
+    ("ptrue p1.s", RtlResult("OK", 0, 0, 0, False, 0, True),
+     r"sets_flags=1 but the model does not set NZCV"),
+], ids=["scalar", "smtc", "status", "fault-address", "fpsr-reset", "nzcv", "flags-missing",
+        "flags-extra"])
 def test_one_planted_result_field_is_named(text, planted, where):
     initial = initial_state(random.Random(4), 128, 1)            # SM=1, ZA=0
     initial.x[2] = 0

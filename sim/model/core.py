@@ -24,7 +24,7 @@ from zatile.sim.state import ArchState, MemoryFault
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, MASK64, SVCR_SM, SVCR_ZA, Smtc
 from zatile.sw.arch.engine import Result, Status
-from zatile.sw.arch.isa import OPS, Decoded, Requires, decode
+from zatile.sw.arch.isa import OPS, Decoded, Requires, Trait, decode
 
 __all__ = ["ModelCore", "Fault", "handler_name"]
 
@@ -75,6 +75,8 @@ class ModelCore:
         self._handlers: dict[str, Callable[[Decoded], int | None]] = {
             op: getattr(self, handler_name(op)) for op in OPS}
         self._normalized: tuple = ()
+        #: NZCV the instruction being executed set, if any (:meth:`_set_flags`).
+        self._flags: int | None = None
 
     @property
     def config(self) -> EngineConfig:
@@ -105,11 +107,15 @@ class ModelCore:
             if not svcr & SVCR_SM:
                 return Result(Status.UNDEF)
         self._normalize_state()
+        self._flags = None
         try:
             scalar = self._handlers[form.op](decoded)
         except Fault as fault:
             return Result(Status.FAULT, fault_address=fault.address, form=form.name)
-        return Result(Status.OK, scalar=scalar, form=form.name)
+        if (self._flags is None) == (Trait.SETS_FLAGS in form.traits):
+            raise RuntimeError(f"{form.name}: the handler of '{form.op}' must set NZCV exactly "
+                               f"when the form has Trait.SETS_FLAGS")
+        return Result(Status.OK, scalar=scalar, form=form.name, nzcv=self._flags)
 
     def run(self, words: Iterable[int]) -> list[Result]:
         """Execute straight-line code; execution continues after traps and faults."""
@@ -165,6 +171,19 @@ class ModelCore:
     def _xsp(self, number: int) -> int:
         """X register read where 31 is SP."""
         return self.state.sp & MASK64 if number == 31 else int(self.state.x[number])
+
+    def _set_flags(self, nzcv: int) -> None:
+        """Write PSTATE.NZCV (bit 3 N, 2 Z, 1 C, 0 V); the result reports it to the CPU."""
+        self.state.nzcv = self._flags = nzcv
+
+    def _predicate_test(self, result: np.ndarray, governing: np.ndarray, esize: int) -> None:
+        """Set NZCV by ``PredTest``: over the elements of size ``esize`` active in
+        ``governing``, N = the first is active in ``result``, Z = none is, C = the last is not,
+        V = 0 (docs/isa.md, "Streaming SVE subset"). Both predicates are packed P registers."""
+        bits = np.unpackbits(governing, bitorder="little")[::esize].astype(bool)
+        values = np.unpackbits(result, bitorder="little")[::esize].astype(bool)[bits]
+        first, last = (bool(values[0]), bool(values[-1])) if values.size else (False, False)
+        self._set_flags(first << 3 | (not values.any()) << 2 | (not last) << 1)
 
     def _set_x(self, number: int, value: int) -> None:
         """X register write where 31 is XZR (the value is discarded)."""

@@ -38,7 +38,10 @@ class StreamingSveOps:
             operands.append(value)
         elements = self._svl_bytes // esize
         count = min(max(operands[1] - operands[0], 0), elements)
-        self.state.p[decoded["pd"]] = predicate_with_first(count, esize, self._svl_bytes)
+        result = predicate_with_first(count, esize, self._svl_bytes)
+        self.state.p[decoded["pd"]] = result
+        self._predicate_test(result, predicate_with_first(elements, esize, self._svl_bytes),
+                             esize)
 
     def _broadcast(self, register: int, value: int, esize: int) -> None:
         lanes = self._svl_bytes // esize

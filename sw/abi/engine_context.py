@@ -185,6 +185,8 @@ class EngineContextMixin:
             result = self.engine.issue(word, operands)
         if result.status is Status.OK:
             write_result(word, result.scalar, cpu)
+            if result.nzcv is not None:          # PSTATE.NZCV is bits 31:28
+                cpu.pstate = cpu.pstate & ~(0xF << 28) | result.nzcv << 28
             if _has_trait(word, Trait.SVCR_WRITE):
                 self._track_svcr(thread)
             cpu.pc += 4

@@ -144,6 +144,11 @@ class UserContext:
         self._thread.cpu.pc = value & MASK64
 
     @property
+    def nzcv(self) -> int:
+        """PSTATE.NZCV as ``MRS NZCV`` shows it, shifted down to bits 3-0 (N, Z, C, V)."""
+        return self._thread.cpu.pstate >> 28 & 0xF
+
+    @property
     def tid(self) -> int:
         return self._thread.tid
 

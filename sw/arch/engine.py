@@ -60,6 +60,9 @@ class Result:
         ADDSPL), also when the destination is XZR and the value is discarded.
     form : str or None
         Name of the decoded form (:data:`~zatile.sw.arch.isa.FORMS_BY_NAME`), None for UNDEF.
+    nzcv : int or None
+        The new PSTATE.NZCV (bit 3 N, 2 Z, 1 C, 0 V) of an instruction that sets the flags
+        (``Trait.SETS_FLAGS``), for the CPU to write; None for any other.
     """
 
     status: Status
@@ -67,6 +70,7 @@ class Result:
     fault_address: int | None = None
     scalar: int | None = None
     form: str | None = None
+    nzcv: int | None = None
 
 
 class Engine(ABC):

@@ -53,7 +53,7 @@ def _outcome_json(args, outcome, source: str) -> dict:
         "instructions": len(outcome.outcomes),
         "trapped": [{"index": o.index, "text": o.text, "status": o.status, "smtc": o.smtc,
                      "fault_address": o.fault_address} for o in outcome.trapped],
-        "svcr": final.svcr, "fpcr": final.fpcr, "fpsr": final.fpsr,
+        "svcr": final.svcr, "fpcr": final.fpcr, "fpsr": final.fpsr, "nzcv": final.nzcv,
         "written": written_registers(source, outcome),
         "tiles": {spec: tile_view(final, spec)[1] for spec in args.show or ()},
     }
@@ -78,7 +78,7 @@ def _print_outcome(args, outcome, source: str) -> None:
         detail += f" at 0x{trapped.fault_address:x}" if trapped.fault_address is not None else ""
         print(f"  #{trapped.index} {trapped.text}: {trapped.status}{detail}")
     print(f"SVCR=0x{final.svcr:x} (SM={int(final.sm)} ZA={int(final.za_enabled)}) "
-          f"FPCR=0x{final.fpcr:08x} FPSR=0x{final.fpsr:08x}")
+          f"FPCR=0x{final.fpcr:08x} FPSR=0x{final.fpsr:08x} NZCV={final.nzcv:04b}")
     written = written_registers(source, outcome)
     if written:
         print("scalar results: " + ", ".join(f"{name}=0x{value:x} ({value})"
