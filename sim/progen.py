@@ -3,8 +3,9 @@
 A generated program is straight-line binutils assembly over the whole subset (weighted by
 operation), paired with an initial :class:`~sim.state.ArchState` whose registers are arranged so
 that most memory accesses land in a mapped region. Predicates are all-true, all-false, sparse or
-random; slice selectors reach far beyond the tile size; Z registers carry floating-point specials;
-FPCR takes every rounding mode with FZ/FZ16 on and off; tiles of different sizes overlap.
+random; slice selectors reach far beyond the tile size; Z registers carry floating-point specials
+and integer edge values; FPCR takes every rounding mode with FZ/FZ16 on and off; tiles of
+different sizes overlap.
 
 Register conventions of generated programs (so instructions stay meaningful):
 
@@ -43,6 +44,16 @@ OP_WEIGHTS: dict[str, float] = {
     "add_vector_to_tile": 4, "rdsvl": 1, "addsvl": 1,
     "ptrue": 5, "pfalse": 1, "while": 3, "dup_scalar": 2, "dup_imm": 2, "cnt": 1,
     "ld1_contiguous": 5, "st1_contiguous": 3, "ldr_register": 2, "str_register": 2,
+    # streaming-SVE integer arithmetic, logic and shifts: the common ones more often
+    **{f"int_{name}": 1 for name in ("add", "sub", "mul", "mla", "mls", "and", "orr", "eor",
+                                     "asr", "lsr", "lsl", "smax", "smin", "umax", "umin")},
+    **{f"int_{name}": 0.5 for name in (
+        "sabd", "uabd", "smulh", "umulh", "sdiv", "udiv", "bic", "srshl", "urshl", "sqshl",
+        "uqshl", "sqrshl", "uqrshl", "shadd", "uhadd", "shsub", "uhsub", "srhadd", "urhadd",
+        "sqadd", "uqadd", "sqsub", "uqsub", "suqadd", "usqadd", "sxtb", "uxtb", "sxth", "uxth",
+        "sxtw", "uxtw", "abs", "neg", "cls", "clz", "cnt", "cnot", "not", "sqabs", "sqneg",
+        "asrd", "srshr", "urshr", "sqshlu", "sqdmulh", "sqrdmulh", "dupm", "sqxtn", "uqxtn",
+        "sqxtun")},
 }
 
 # Floating-point bit patterns worth hitting: zeros, infinities, NaNs (quiet and signalling),
@@ -96,6 +107,11 @@ def _random_vector(rng: random.Random, svl_bytes: int) -> np.ndarray:
             # Small values: products and sums that stay exact or tie.
             lanes[lane] = {2: 0x3C00, 4: 0x3F800000, 8: 0x3FF0000000000000}[esize] \
                 + rng.randrange(-64, 64)
+        elif roll < 0.75:
+            # Integer edges: zero, one, -1, INT_MIN, INT_MAX (saturation, overflow, division).
+            bits = 8 * esize
+            lanes[lane] = rng.choice((0, 1, (1 << bits) - 1, 1 << (bits - 1),
+                                      (1 << (bits - 1)) - 1))
     return vector
 
 

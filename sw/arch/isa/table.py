@@ -1,4 +1,5 @@
-"""The one instruction table: every form of :mod:`.sme` and :mod:`.sve`, and the decoder.
+"""The one instruction table: every form of :mod:`.sme`, :mod:`.sve` and :mod:`.sve_int`, and
+the decoder.
 
 The assembler and disassembler (:mod:`zatile.sw.arch.asm`), the reference model's dispatch
 (:mod:`zatile.sim.model`), the RTL decoder (:mod:`zatile.hw.decoder`) and every operation class
@@ -11,13 +12,13 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Mapping
 
-from zatile.sw.arch.isa import sme, sve
+from zatile.sw.arch.isa import sme, sve, sve_int
 from zatile.sw.arch.isa.forms import Decoded, Form, Trait
 
 __all__ = ["FORMS", "FORMS_BY_NAME", "OPS", "decode", "ops_with"]
 
 #: Every supported form, in table order.
-FORMS: tuple[Form, ...] = sme.FORMS + sve.FORMS
+FORMS: tuple[Form, ...] = sme.FORMS + sve.FORMS + sve_int.FORMS
 FORMS_BY_NAME: Mapping[str, Form] = MappingProxyType({f.name: f for f in FORMS})
 #: Every semantic operation named by the table (the model implements exactly these).
 OPS: tuple[str, ...] = tuple(dict.fromkeys(f.op for f in FORMS))
