@@ -15,12 +15,13 @@ def test_bounded_campaign_against_qemu(qemu, svl):
     assert report.ok, report.summary()
 
 
-@pytest.mark.parametrize("seed, index", [(4242, 23), (77, 78), (77, 84), (77, 89), (77, 129),
-                                         (77, 163)])
+@pytest.mark.parametrize("seed, index", [(4242, 15), (4242, 22), (77, 1), (77, 124), (77, 166),
+                                         (77, 171)])
 def test_svl_2048_accesses_past_the_region_fault_in_qemu_too(qemu, seed, index):
     """``zatile campaign --programs 300 --svl 2048 --length 40 --seed 4242`` (and seed 77) once
     reported ``ldr z9, [sp, #135, mul vl]: model fault at 0x410700 != qemu ok``: the access
-    landed in the QEMU harness's executable, mapped right after the data region."""
+    landed in the QEMU harness's executable, mapped right after the data region. (The programs
+    are re-drawn whenever the generator's operations change; these fault 0x190-0x4C00 past it.)"""
     program = campaign_program(seed, 2048, index, 40)
     comparison = compare(program.text, program.initial, ["model", "qemu"])
     assert comparison.agree, comparison.difference

@@ -1,4 +1,5 @@
-"""Streaming-SVE integer arithmetic, logic and shifts (sw/arch/isa/sve_int.py, sim/model/sve_int.py).
+"""Streaming-SVE integer arithmetic, logic and shifts (sw/arch/isa/sve_int.py and
+sim/model/sve_int.py).
 
 * Semantics against QEMU 10: every form of the class, random operands, at several SVLs, on
   states full of integer edge values under all-true, all-false, sparse and random predicates;

@@ -225,7 +225,6 @@ for _log2, _letter in enumerate("bhsd"):
     _KINDS[f"dupimm{_letter}"] = _dupimm_kind(1 << _log2)
 
 
-
 def _shift_kind(bits: int, right: bool) -> _Kind:
     """``#n`` of a ``tsz:imm3`` shift immediate (docs/isa.md, "Shift immediates")."""
     low, high = (1, bits) if right else (0, bits - 1)
