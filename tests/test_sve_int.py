@@ -264,6 +264,23 @@ def test_saturating_extract_narrow_bottom_zeroes_and_top_keeps():
     assert v.get(3, "b")[:8] == [255, 0, 255, 0, 5, 0, 255, 0]     # -300 is 0xFED4 unsigned
 
 
+def test_widening_takes_even_or_odd_narrow_elements():
+    v = Vectors()
+    v.set(1, "b", _repeat([-1, 100, 127, -128], 16))
+    v.set(2, "b", _repeat([-1, 100, 127, -128], 16))
+    v.run("saddlb z3.h, z1.b, z2.b", "uaddlt z4.h, z1.b, z2.b", "smullt z5.h, z1.b, z2.b",
+          "usublb z6.h, z1.b, z2.b")
+    assert v.get(3, "h", signed=True)[:2] == [-2, 254]              # even: -1+-1, 127+127
+    assert v.get(4, "h")[:2] == [200, 256]                          # odd: 100+100, 128+128
+    assert v.get(5, "h")[:2] == [10000, 16384]
+    assert v.get(6, "h")[:2] == [0, 0]
+    v.set(7, "s", [-2**31, 5, 1, 1])
+    v.set(8, "d", [10, -2**63])
+    v.run("sqdmullb z9.d, z7.s, z7.s", "ssubwt z10.d, z8.d, z7.s")
+    assert v.get(9, "d", signed=True) == [2**63 - 1, 2]             # 2·(-2^31)² saturates
+    assert v.get(10, "d", signed=True) == [10 - 5, 2**63 - 1]       # odd .S: 5, 1; wraps
+
+
 def test_logical_immediates_and_dupm():
     v = Vectors()
     v.set(0, "s", [0x12345678] * 4)

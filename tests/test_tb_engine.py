@@ -197,7 +197,10 @@ RTL_PENDING = ("int_add", "int_sub", "int_smax", "int_umax", "int_smin", "int_um
                "int_uxtb", "int_sxth", "int_uxth", "int_sxtw", "int_uxtw", "int_abs", "int_neg",
                "int_cls", "int_clz", "int_cnt", "int_cnot", "int_not", "int_sqabs", "int_sqneg",
                "int_mla", "int_mls", "int_asrd", "int_srshr", "int_urshr", "int_sqshlu",
-               "int_sqdmulh", "int_sqrdmulh", "int_dupm", "int_sqxtn", "int_uqxtn", "int_sqxtun")
+               "int_sqdmulh", "int_sqrdmulh", "int_dupm", "int_saddl", "int_uaddl", "int_ssubl",
+               "int_usubl", "int_sabdl", "int_uabdl", "int_saddw", "int_uaddw", "int_ssubw",
+               "int_usubw", "int_sqdmull", "int_smull", "int_umull", "int_sqxtn", "int_uqxtn",
+               "int_sqxtun")
 
 
 def test_the_operations_the_rtl_does_not_perform_yet_are_listed():

@@ -19,7 +19,7 @@ from zatile.sim.model.mapping import SIGNED, UNSIGNED
 from zatile.sw.arch.isa import Decoded
 from zatile.sw.arch.isa.sve_int import immediate_operand
 
-__all__ = ["IntegerVectorOps", "BINARY", "UNARY", "NARROW", "MULTIPLY_ADD"]
+__all__ = ["IntegerVectorOps", "BINARY", "UNARY", "NARROW", "WIDENING", "MULTIPLY_ADD"]
 
 
 def _saturate(value: int, bits: int, signed: bool) -> int:
@@ -136,6 +136,24 @@ NARROW: dict[str, tuple[bool, bool]] = {
     "int_sqxtn": (True, True), "int_uqxtn": (False, False), "int_sqxtun": (True, False),
 }
 
+#: SVE2 widening operations: operation -> (operands signed, first operand already wide,
+#: function(first, second, result bits)).
+WIDENING: dict[str, tuple[bool, bool, Callable[[int, int, int], int]]] = {
+    "int_saddl": (True, False, lambda a, b, bits: a + b),
+    "int_uaddl": (False, False, lambda a, b, bits: a + b),
+    "int_ssubl": (True, False, lambda a, b, bits: a - b),
+    "int_usubl": (False, False, lambda a, b, bits: a - b),
+    "int_sabdl": (True, False, lambda a, b, bits: abs(a - b)),
+    "int_uabdl": (False, False, lambda a, b, bits: abs(a - b)),
+    "int_saddw": (True, True, lambda a, b, bits: a + b),
+    "int_uaddw": (False, True, lambda a, b, bits: a + b),
+    "int_ssubw": (True, True, lambda a, b, bits: a - b),
+    "int_usubw": (False, True, lambda a, b, bits: a - b),
+    "int_sqdmull": (True, False, lambda a, b, bits: _saturate(2 * a * b, bits, True)),
+    "int_smull": (True, False, lambda a, b, bits: a * b),
+    "int_umull": (False, False, lambda a, b, bits: a * b),
+}
+
 #: Multiply-add: operation -> sign of the product.
 MULTIPLY_ADD: dict[str, int] = {"int_mla": 1, "int_mls": -1}
 
@@ -215,6 +233,17 @@ class IntegerVectorOps:
         lanes[:, int(decoded.form.params["top"])] = narrowed
         self._write_elements(decoded, decoded["zd"], lanes.reshape(-1), esize)
 
+    def _widening(self, decoded: Decoded, operation: str) -> None:
+        """Each double-width element from the even (bottom) or odd (top) narrow elements of
+        its lane; a wide first operand is the element itself."""
+        signed, wide_first, function = WIDENING[operation]
+        esize, top = decoded.form.params["esize"], int(decoded.form.params["top"])
+        first = self._elements(decoded["zn"], esize, signed) if wide_first \
+            else self._elements(decoded["zn"], esize // 2, signed)[top::2]
+        second = self._elements(decoded["zm"], esize // 2, signed)[top::2]
+        values = [function(a, b, 8 * esize) for a, b in zip(first, second)]
+        self._write_elements(decoded, decoded["zd"], values, esize)
+
     def _op_int_dupm(self, decoded: Decoded) -> None:
         self._broadcast(decoded["zd"], immediate_operand(decoded), 8)
 
@@ -230,6 +259,7 @@ def _handler(shape: Callable[[IntegerVectorOps, Decoded, str], None], operation:
 
 for _table, _shape in ((BINARY, IntegerVectorOps._binary), (UNARY, IntegerVectorOps._unary),
                        (NARROW, IntegerVectorOps._narrow),
+                       (WIDENING, IntegerVectorOps._widening),
                        (MULTIPLY_ADD, IntegerVectorOps._multiply_add)):
     for _operation in _table:
         setattr(IntegerVectorOps, handler_name(_operation), _handler(_shape, _operation))

@@ -10,7 +10,8 @@ from:
 * ``reversed``: the operands are swapped (SUBR, ASRR, SDIVR, ...);
 * ``wide``: the second operand is the 64-bit element of the same 64-bit lane (ASR ..., Zm.D);
 * ``shift_right``: a shift immediate counts from the element size down (ASR #imm);
-* ``top``: a narrowing result goes to the odd elements (SQXTNT), else to the even ones.
+* ``top``: a narrowing result goes to the odd elements (SQXTNT), else to the even ones; a
+  widening operation reads the odd narrow elements (SADDLT), else the even ones.
 
 :func:`immediate_operand` is the value of any immediate the forms carry.
 """
@@ -252,6 +253,21 @@ _NARROW = (
 )
 
 
+#: SVE2 widening ``Zd.T, Zn.Tb, Zm.Tb`` (``Zn.T`` for the wide forms): mnemonic, fixed bits,
+#: operation, top (odd narrow elements) or bottom (even), wide first operand.
+_WIDENING = tuple(
+    (f"{mnemonic}{half}", value | (0x400 if half == "t" else 0), op, half == "t", wide)
+    for mnemonic, value, op, wide in (
+        ("saddl", 0x45000000, "int_saddl", False), ("uaddl", 0x45000800, "int_uaddl", False),
+        ("ssubl", 0x45001000, "int_ssubl", False), ("usubl", 0x45001800, "int_usubl", False),
+        ("sabdl", 0x45003000, "int_sabdl", False), ("uabdl", 0x45003800, "int_uabdl", False),
+        ("saddw", 0x45004000, "int_saddw", True), ("uaddw", 0x45004800, "int_uaddw", True),
+        ("ssubw", 0x45005000, "int_ssubw", True), ("usubw", 0x45005800, "int_usubw", True),
+        ("sqdmull", 0x45006000, "int_sqdmull", False), ("smull", 0x45007000, "int_smull", False),
+        ("umull", 0x45007800, "int_umull", False))
+    for half in "bt")
+
+
 def _define_unpredicated() -> None:
     for mnemonic, value, op, sizes, params in _UNPREDICATED:
         name = f"{mnemonic.upper()}_ZZ{'W' if params.get('wide') else 'Z'}"
@@ -299,6 +315,12 @@ def _define_unpredicated() -> None:
                   preferred=(Alias("mov", f"z{{zd:d}}{{immr+imms:bitmask{n}}}",
                                    when=lambda fields, n=n: sve_move_mask_preferred(
                                        _imm13(n, fields))),))
+    for mnemonic, value, op, top, wide in _WIDENING:
+        for log2, letter in enumerate("hsd", start=1):
+            narrow = _SIZES[log2 - 1]
+            _add(mnemonic.upper(), mnemonic, value | log2 << 22, [_ZM_HIGH, _ZN, _ZD],
+                 f"{_z('zd', letter)}, {_z('zn', letter if wide else narrow)}, "
+                 f"{_z('zm', narrow)}", op, letter, top=top)
     for mnemonic, value, op, top in _NARROW:
         for log2, letter in enumerate("bhs"):
             _add(mnemonic.upper(), mnemonic, value | 1 << (19 + log2 + (log2 == 2)),
