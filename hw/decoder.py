@@ -203,9 +203,11 @@ class Decoder(ConfigComponent):
             return _or(terms)
 
         forms = isa.FORMS
+        index_width = len(forms).bit_length()
         m.d.comb += [
-            out.form.eq(_or([match.replicate(8) & index for index, match in enumerate(matches)
-                             if index]) | Mux(Cat(*matches).any(), 0, len(forms))),
+            out.form.eq(_or([match.replicate(index_width) & index
+                             for index, match in enumerate(matches) if index])
+                        | Mux(Cat(*matches).any(), 0, len(forms))),
             out.op.as_value().eq(select([Op[f.op.upper()].value for f in forms])),
             out.access.as_value().eq(select([Access[f.requires.name].value for f in forms])),
             out.esize_log2.eq(select([f.params.get("esize", 1).bit_length() - 1 for f in forms])),

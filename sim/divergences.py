@@ -41,6 +41,9 @@ __all__ = [
     "ZA_UNKNOWN_AFTER_DISABLE",
     "PAGE_GRANULAR_MEMORY",
     "FPCR_AFP_EBF16",
+    "UQXTN_D_SIGNED",
+    "QEMU_HELPER_MIN_VECTOR_BYTES",
+    "qemu_uqxtn_d_zeroed",
     "Quirk",
     "triggered",
     "modelled_quirks",
@@ -217,10 +220,27 @@ FPCR_AFP_EBF16 = Divergence(
          "model-versus-QEMU pair is then reported as this divergence."),
 )
 
+UQXTN_D_SIGNED = Divergence(
+    id="qemu-uqxtn-d-signed",
+    description=(
+        "UQXTNB/UQXTNT Zd.S, Zn.D saturate a source element of 2^63 or more to 0 instead of "
+        "0xFFFFFFFF when QEMU runs its out-of-line helper (vectors of 256 bytes, SVL 2048, on "
+        "an x86-64 host with AVX2; smaller vectors are expanded inline and are right): the "
+        "helper's saturation takes the unsigned 64-bit element as a signed value."),
+    reference=('docs/divergences.md, "qemu-uqxtn-d-signed"; '
+               "QEMU target/arm/tcg/sve_helper.c sve2_uqxtnb_d/sve2_uqxtnt_d"),
+    affected=((_FIRST_SME_QEMU, None),),
+    handling=Handling.MODELLED,
+    how=("Modelled: for UQXTNB/UQXTNT .S at a vector length QEMU hands to its helper "
+         "(QEMU_HELPER_MIN_VECTOR_BYTES), the comparison zeroes the result elements whose "
+         "source element has bit 63 set (qemu_uqxtn_d_zeroed), so any remaining difference "
+         "is a real one."),
+)
+
 #: Every known divergence.
 DIVERGENCES: tuple[Divergence, ...] = (INT32_MOPA, VERTICAL_LD1_STALE_TAIL, NON_STREAMING_SVE,
                                        ZA_UNKNOWN_AFTER_DISABLE, PAGE_GRANULAR_MEMORY,
-                                       FPCR_AFP_EBF16)
+                                       FPCR_AFP_EBF16, UQXTN_D_SIGNED)
 DIVERGENCES_BY_ID: Mapping[str, Divergence] = {d.id: d for d in DIVERGENCES}
 
 
@@ -269,6 +289,8 @@ def triggered(decoded: Decoded | None, state: ArchState, *,
             found.append(VERTICAL_LD1_STALE_TAIL)
         elif form.op == "int_mopa" and form.params["esize"] == 4:
             found.append(INT32_MOPA)
+    elif form.op == "int_uqxtn" and qemu_uqxtn_d_zeroed(decoded, state).any():
+        found.append(UQXTN_D_SIGNED)
     elif form.requires is Requires.ACCESS and _disables_za(decoded, state):
         found.append(ZA_UNKNOWN_AFTER_DISABLE)
     return [d.id for d in found if d.affects(qemu_version)]
@@ -369,6 +391,29 @@ def qemu_vertical_ld1_za(decoded: Decoded, before: ArchState, after: ArchState,
     return za
 
 
+#: The vector length in bytes from which QEMU runs the out-of-line helper of an SVE2 narrowing
+#: instruction rather than expanding it inline (4 host vectors of 32 bytes with AVX2; measured
+#: on the oracle machine, tests/test_sve_int.py).
+QEMU_HELPER_MIN_VECTOR_BYTES = 256
+
+
+def qemu_uqxtn_d_zeroed(decoded: Decoded, state: ArchState) -> np.ndarray:
+    """bool[SVL_B / 8]: the .D source elements of UQXTNB/UQXTNT Zd.S whose result QEMU writes
+    as 0 (bit 63 set, helper path) when executed from ``state``; all False otherwise."""
+    source = state.z[decoded["zn"]].view(np.uint64)
+    if decoded.form.params["esize"] != 4 or state.svl_bytes < QEMU_HELPER_MIN_VECTOR_BYTES:
+        return np.zeros(source.size, bool)
+    return source >= np.uint64(1 << 63)
+
+
+def _apply_uqxtn_d(word: int, before: ArchState, after: ArchState, result: Result) -> None:
+    if result.status is Status.OK:
+        decoded = decode(word)
+        zeroed = qemu_uqxtn_d_zeroed(decoded, before)
+        after.z[decoded["zd"]].view(np.uint32).reshape(-1, 2)[
+            zeroed, int(decoded.form.params["top"])] = 0
+
+
 # --------------------------------------------------------------------------- recognition
 #: FPCR and FPSR bits QEMU 10 keeps on MSR (measured; tests/test_qemu.py); the others read as 0.
 QEMU_FPCR_KEPT = 0x07FF2007
@@ -438,6 +483,7 @@ def _apply_vertical_ld1(word: int, before: ArchState, after: ArchState, result: 
 
 _QUIRKS: dict[str, Quirk] = {
     VERTICAL_LD1_STALE_TAIL.id: Quirk(VERTICAL_LD1_STALE_TAIL.id, _apply_vertical_ld1),
+    UQXTN_D_SIGNED.id: Quirk(UQXTN_D_SIGNED.id, _apply_uqxtn_d),
 }
 
 

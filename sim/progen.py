@@ -43,6 +43,17 @@ OP_WEIGHTS: dict[str, float] = {
     "add_vector_to_tile": 4, "rdsvl": 1, "addsvl": 1,
     "ptrue": 5, "pfalse": 1, "while": 3, "dup_scalar": 2, "dup_imm": 2, "cnt": 1,
     "ld1_contiguous": 5, "st1_contiguous": 3, "ldr_register": 2, "str_register": 2,
+    # streaming-SVE integer arithmetic, logic and shifts: the common ones more often
+    **{f"int_{name}": 1 for name in ("add", "sub", "mul", "mla", "mls", "and", "orr", "eor",
+                                     "asr", "lsr", "lsl", "smax", "smin", "umax", "umin")},
+    **{f"int_{name}": 0.5 for name in (
+        "sabd", "uabd", "smulh", "umulh", "sdiv", "udiv", "bic", "srshl", "urshl", "sqshl",
+        "uqshl", "sqrshl", "uqrshl", "shadd", "uhadd", "shsub", "uhsub", "srhadd", "urhadd",
+        "sqadd", "uqadd", "sqsub", "uqsub", "suqadd", "usqadd", "sxtb", "uxtb", "sxth", "uxth",
+        "sxtw", "uxtw", "abs", "neg", "cls", "clz", "cnt", "cnot", "not", "sqabs", "sqneg",
+        "asrd", "srshr", "urshr", "sqshlu", "sqdmulh", "sqrdmulh", "dupm", "sqxtn", "uqxtn",
+        "sqxtun", "saddl", "uaddl", "ssubl", "usubl", "sabdl", "uabdl", "saddw", "uaddw", "ssubw",
+        "usubw", "sqdmull", "smull", "umull")},
 }
 
 # Floating-point bit patterns worth hitting: zeros, infinities, NaNs (quiet and signalling),

@@ -17,18 +17,34 @@ def test_bounded_campaign_against_qemu(qemu, svl):
     assert report.ok, report.summary()
 
 
-@pytest.mark.parametrize("seed, index", [(4242, 23), (77, 78), (77, 84), (77, 89), (77, 129),
-                                         (77, 163)])
-def test_svl_2048_accesses_past_the_region_fault_in_qemu_too(qemu, seed, index):
+def _programs_faulting_past_the_region(seed: int, count: int) -> list:
+    """The first ``count`` programs of campaign ``seed`` at SVL 2048 (40 instructions) whose model
+    run faults past the data region. They are looked for with the model, because which programs
+    they are changes whenever the generator's operations do."""
+    from zatile.sw.backends import run_program
+
+    found = []
+    for index in range(1000):
+        program = campaign_program(seed, 2048, index, 40)
+        run = run_program("model", program.text, program.initial)
+        if any(o.status == "fault" and o.fault_address >= 0x410000 for o in run.outcomes):
+            found.append(program)
+            if len(found) == count:
+                return found
+    raise AssertionError(f"campaign {seed} has fewer than {count} such programs in 1000")
+
+
+@pytest.mark.parametrize("seed", [4242, 77])
+def test_svl_2048_accesses_past_the_region_fault_in_qemu_too(qemu, seed):
     """``zatile campaign --programs 300 --svl 2048 --length 40 --seed 4242`` (and seed 77) once
     reported ``ldr z9, [sp, #135, mul vl]: model fault at 0x410700 != qemu ok``: the access
     landed in the QEMU harness's executable, mapped right after the data region."""
-    program = campaign_program(seed, 2048, index, 40)
-    comparison = compare(program.text, program.initial, ["model", "qemu"])
-    assert comparison.agree, comparison.difference
-    assert comparison.explained == ()
-    assert any(o.status == "fault" and o.fault_address >= 0x410000
-               for o in comparison.outcomes["model"].outcomes)
+    for program in _programs_faulting_past_the_region(seed, 3):
+        comparison = compare(program.text, program.initial, ["model", "qemu"])
+        assert comparison.agree, comparison.difference
+        assert comparison.explained == ()
+        assert any(o.status == "fault" and o.fault_address >= 0x410000
+                   for o in comparison.outcomes["model"].outcomes)
 
 
 @pytest.mark.parametrize("svl", [128, 2048])

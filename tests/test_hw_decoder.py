@@ -44,9 +44,10 @@ def _run_words(config: EngineConfig, words: list[int], ops=None) -> None:
             if expected is None:
                 assert ctx.get(out.undef) == 1, hex(word)
                 form_index = ctx.get(out.form)
-                # Unallocated, or an excluded word of a form (Rm = XZR scalar+scalar).
+                # Unallocated, or an excluded word of a form (Rm = XZR scalar+scalar, a
+                # reserved logical immediate).
                 assert form_index == len(isa.FORMS) or \
-                    isa.FORMS[form_index].params.get("scalar_offset"), hex(word)
+                    isa.FORMS[form_index].unallocated, hex(word)
                 continue
             decoded, present = expected
             form = decoded.form

@@ -95,6 +95,9 @@ def assemble_line(text: str) -> int:
             continue
         if values is None:
             continue
+        if alias is not None and not alias.accepts(values):
+            problems.append(f"'{mnemonic}' does not spell this instruction")
+            continue
         try:
             word = form.encode(**values)
         except ValueError as problem:

@@ -4,7 +4,10 @@ evaluate (docs/isa.md names each).
 
 from __future__ import annotations
 
-__all__ = ["predicate_count"]
+from functools import lru_cache
+
+__all__ = ["predicate_count", "decode_bit_masks", "encode_bit_masks", "replicate",
+           "sve_move_mask_preferred"]
 
 
 def predicate_count(pattern: int, elements: int) -> int:
@@ -23,3 +26,69 @@ def predicate_count(pattern: int, elements: int) -> int:
     if pattern == 31:                                   # ALL
         return elements
     return 0                                            # unallocated #uimm5
+
+
+def decode_bit_masks(imm13: int) -> tuple[int, int] | None:
+    """``DecodeBitMasks`` of a logical immediate ``N:immr:imms``: (element bits, element value).
+
+    None for the reserved encodings (no element size, or an all-ones element).
+    """
+    if not 0 <= imm13 < 1 << 13:
+        raise ValueError(f"a logical immediate has 13 bits, not {imm13!r}")
+    n, immr, imms = imm13 >> 12, (imm13 >> 6) & 0x3F, imm13 & 0x3F
+    length = (n << 6 | (~imms & 0x3F)).bit_length() - 1
+    if length < 1:
+        return None
+    levels = (1 << length) - 1
+    ones, rotation = (imms & levels) + 1, immr & levels
+    if ones == levels + 1:
+        return None
+    bits = 1 << length
+    element = (1 << ones) - 1
+    element = (element >> rotation | element << (bits - rotation)) & ((1 << bits) - 1)
+    return bits, element
+
+
+def replicate(value: int, bits: int, width: int = 64) -> int:
+    """``Replicate``: the ``bits``-bit ``value`` repeated to fill ``width`` bits."""
+    return sum(value << shift for shift in range(0, width, bits))
+
+
+@lru_cache(maxsize=1)
+def _bit_mask_encodings() -> dict[int, int]:
+    encodings = {}
+    for imm13 in range(1 << 13):
+        decoded = decode_bit_masks(imm13)
+        if decoded is not None:
+            encodings.setdefault(replicate(decoded[1], decoded[0]), imm13)
+    return encodings
+
+
+def encode_bit_masks(value: int) -> int | None:
+    """The logical immediate ``N:immr:imms`` whose 64-bit replicated pattern is ``value``, or
+    None when no encoding makes it (each pattern has exactly one encoding)."""
+    return _bit_mask_encodings().get(value)
+
+
+def sve_move_mask_preferred(imm13: int) -> bool:
+    """``SVEMoveMaskPreferred``: whether DUPM with this immediate disassembles as ``MOV``.
+
+    False when DUP (an 8-bit signed immediate, optionally shifted by 8, in some element size)
+    makes the same pattern, so ``mov`` is left to DUP's spelling.
+    """
+    bits, element = decode_bit_masks(imm13)
+    value = replicate(element, bits)
+
+    def field(high: int, low: int) -> int:
+        return (value >> low) & ((1 << (high - low + 1)) - 1)
+
+    def uniform(high: int, low: int) -> bool:          # IsZero or IsOnes
+        return field(high, low) in (0, (1 << (high - low + 1)) - 1)
+
+    halves_equal = field(63, 32) == field(31, 0)
+    quarters_equal = halves_equal and field(31, 16) == field(15, 0)
+    if field(7, 0):
+        return not (uniform(63, 7) or (halves_equal and uniform(31, 7))
+                    or (quarters_equal and uniform(15, 7))
+                    or (quarters_equal and field(15, 8) == field(7, 0)))
+    return not (uniform(63, 15) or (halves_equal and uniform(31, 15)) or quarters_equal)

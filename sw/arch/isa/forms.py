@@ -99,9 +99,11 @@ class Field:
 class Alias:
     """A preferred spelling of some words of a form (``mov z0.d, z1.d`` for ``orr`` with Zn = Zm).
 
-    The disassembler prints the first alias of a form whose :attr:`when` holds; the assembler
-    accepts every alias spelling. An alias changes only the text: the word, the form and its
-    operation stay the same, so nothing but the assembler and disassembler sees it.
+    The disassembler prints the first printed alias of a form whose :attr:`when` holds; the
+    assembler accepts every alias spelling, for the words where :attr:`when` holds (as GNU as
+    accepts ``mov`` for DUPM only where DUP cannot make the immediate). An alias changes only
+    the text: the word, the form and its operation stay the same, so nothing but the assembler
+    and disassembler sees it.
 
     Attributes
     ----------
@@ -114,18 +116,26 @@ class Alias:
     when : callable or None
         ``when(fields)`` says whether a word with these field values prints as this alias, beyond
         the equalities of :attr:`fill`; None means always.
+    printed : bool
+        False for a spelling only the assembler accepts (``bic`` for ``and`` with the inverted
+        immediate); the disassembler never prints it.
     """
 
     mnemonic: str
     syntax: str
     fill: Mapping[str, str] = field(default_factory=dict)
     when: Callable[[Mapping[str, int]], bool] | None = field(default=None, compare=False)
+    printed: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fill", MappingProxyType(dict(self.fill)))
 
     def applies(self, fields: Mapping[str, int]) -> bool:
         """Whether a word with these field values prints as this alias."""
+        return self.printed and self.accepts(fields)
+
+    def accepts(self, fields: Mapping[str, int]) -> bool:
+        """Whether the assembler may spell a word with these field values as this alias."""
         return all(fields[target] == fields[source] for target, source in self.fill.items()) \
             and (self.when is None or self.when(fields))
 

@@ -15,6 +15,13 @@ appear twice (LDR ZA): the assembler then demands both spellings agree. Kinds:
 ``dupimm<t>`` DUP immediate of element type t (b/h/s/d) with its shift folded in
 ``mulvl9`` the split signed 9-bit offset of SVE LDR/STR
 ``rmxzr<n>`` ``, xN{, lsl #n}`` scaled index; the whole group may be omitted for XZR (``[x0]``)
+``shr<e>``/``shl<e>`` ``#n``: a ``tsz:imm3`` shift of ``e``-bit elements (right: ``e`` − field,
+           left: the field); for ``e`` = 64 over two fields, the high bit first
+``aimm``   unsigned ``#imm8{, lsl #8}`` of ADD/SUB (immediate), printed folded as objdump does
+``logimm<N>`` ``.T, zN.T, #0x..`` of a logical immediate with bit N = ``<N>`` (fields: the
+           register, ``immr``, ``imms``); ``T`` is the encoded element size, at least ``b``
+           (``logimmnot<N>``: the immediate inverted, the assembler's ``bic``/``orn``/``eon``)
+``bitmask<N>`` ``.T, #0x..`` of a logical immediate (DUPM; fields ``immr``, ``imms``)
 =========  ============================================================================
 """
 
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from zatile.sw.arch.isa.forms import Alias, Decoded, Form, shifted_imm8, signed_offset9
+from zatile.sw.arch.pseudocode import decode_bit_masks, encode_bit_masks, replicate
 
 __all__ = ["AsmError", "PATTERN_ALL", "PATTERN_NAMES", "ZA_MASK_NAMES", "RegisterOperand",
            "register_operands", "form_text", "parse_operands", "literal_regex"]
@@ -215,6 +223,105 @@ for _bits in range(5):
     _KINDS[f"rmxzr{_bits}"] = _rmxzr_kind(f", lsl #{_bits}" if _bits else "")
 for _log2, _letter in enumerate("bhsd"):
     _KINDS[f"dupimm{_letter}"] = _dupimm_kind(1 << _log2)
+
+
+def _shift_kind(bits: int, right: bool) -> _Kind:
+    """``#n`` of a ``tsz:imm3`` shift immediate (docs/isa.md, "Shift immediates")."""
+    low, high = (1, bits) if right else (0, bits - 1)
+
+    def text(*fields: int) -> str:
+        value = fields[0] << 5 | fields[1] if len(fields) == 2 else fields[0]
+        return f"#{bits - value if right else value}"
+
+    def parse(groups) -> tuple[int, ...]:
+        amount = _int(groups[0])
+        if not low <= amount <= high:
+            raise AsmError(f"the shift must be between {low} and {high}, not {amount}")
+        value = bits - amount if right else amount
+        return (value >> 5, value & 0x1F) if bits == 64 else (value,)
+
+    return _Kind(r"#((?:0x)?[0-9a-f]+)", text, parse)
+
+
+def _aimm_text(imm8: int, shift: int) -> str:
+    return "#0, lsl #8" if shift and not imm8 else f"#{shifted_imm8(imm8, shift)}"
+
+
+def _aimm_parse(groups) -> tuple[int, int]:
+    value = _int(groups[0])
+    if groups[1] is not None:
+        shift = _int(groups[1])
+        if shift not in (0, 8) or not 0 <= value <= 255:
+            raise AsmError(f"the immediate must be 0-255 with lsl #0 or #8, not "
+                           f"{groups[0]}, lsl #{groups[1]}")
+        return value, shift // 8
+    if 0 <= value <= 255:
+        return value, 0
+    if 0 <= value <= 0xFF00 and value % 256 == 0:
+        return value >> 8, 1
+    raise AsmError(f"immediate {groups[0]} is not 0-255 or a multiple of 256 up to 65280")
+
+
+_LETTER_BITS = {"b": 8, "h": 16, "s": 32, "d": 64}
+
+
+def _bitmask_text(imm13: int, inverted: bool = False) -> str:
+    """``.T, #0x..``: the element size ``T`` the encoding names (at least ``b``) and the
+    immediate at that size."""
+    bits, element = decode_bit_masks(imm13)
+    width = max(bits, 8)
+    letter = next(letter for letter, size in _LETTER_BITS.items() if size == width)
+    value = replicate(element, bits, width) ^ ((1 << width) - 1 if inverted else 0)
+    return f".{letter}, #0x{value:x}"
+
+
+def _bitmask_value(n: int, letter: str, text: str, inverted: bool) -> tuple[int, int]:
+    """``(immr, imms)`` of the immediate ``text`` written for ``letter`` elements, for the form
+    whose N bit is ``n``."""
+    width = _LETTER_BITS[letter]
+    value = _int(text)
+    if not -(1 << (width - 1)) <= value < 1 << width:
+        raise AsmError(f"immediate {text} does not fit .{letter} elements")
+    value &= (1 << width) - 1
+    if inverted:
+        value ^= (1 << width) - 1
+    imm13 = encode_bit_masks(replicate(value, width))
+    if imm13 is None:
+        raise AsmError(f"immediate {text} is not a logical (bitmask) immediate")
+    if imm13 >> 12 != n:
+        raise AsmError(f"immediate {text} is {'not ' if n else ''}a 64-bit element pattern")
+    return imm13 >> 6 & 0x3F, imm13 & 0x3F
+
+
+def _logimm_kind(n: int, inverted: bool) -> _Kind:
+    def text(register: int, immr: int, imms: int) -> str:
+        size, value = _bitmask_text(n << 12 | immr << 6 | imms, inverted).split(", ")
+        return f"{size}, z{register}{size}, {value}"
+
+    def parse(groups) -> tuple[int, int, int]:
+        first, register, second, immediate = groups
+        if first != second:
+            raise AsmError(f"element sizes .{first} and .{second} disagree")
+        return (int(register), *_bitmask_value(n, first, immediate, inverted))
+
+    return _Kind(r"\.([bhsd])\s*,\s*z(\d+)\.([bhsd])\s*,\s*#(-?(?:0x)?[0-9a-f]+)", text, parse, 4)
+
+
+def _bitmask_kind(n: int) -> _Kind:
+    return _Kind(r"\.([bhsd])\s*,\s*#(-?(?:0x)?[0-9a-f]+)",
+                 lambda immr, imms: _bitmask_text(n << 12 | immr << 6 | imms),
+                 lambda g: _bitmask_value(n, g[0], g[1], inverted=False), 2)
+
+
+_KINDS["aimm"] = _Kind(r"#((?:0x)?[0-9a-f]+)(?:\s*,\s*lsl\s+#(\d+))?", _aimm_text,
+                       _aimm_parse, 2)
+for _n in (0, 1):
+    _KINDS[f"logimm{_n}"] = _logimm_kind(_n, inverted=False)
+    _KINDS[f"logimmnot{_n}"] = _logimm_kind(_n, inverted=True)
+    _KINDS[f"bitmask{_n}"] = _bitmask_kind(_n)
+for _bits in (8, 16, 32, 64):
+    _KINDS[f"shr{_bits}"] = _shift_kind(_bits, right=True)
+    _KINDS[f"shl{_bits}"] = _shift_kind(_bits, right=False)
 
 _REGISTER_KINDS = ("x", "w", "xsp", "wsp", "w12")
 _PLACEHOLDER = re.compile(r"\{([a-z0-9_+]+):([a-z0-9]+)\}")
