@@ -339,9 +339,11 @@ def _define_unpredicated() -> None:
                  f"{_shift_kind(letter, right=True)}", op, letter, top=top, shift_right=True)
     for mnemonic, value, op, top in _NARROW:
         for log2, letter in enumerate("bhs"):
-            _add(mnemonic.upper(), mnemonic, value | 1 << (19 + log2 + (log2 == 2)),
-                 [_ZN, _ZD], f"{_z('zd', letter)}, {_z('zn', _SIZES[log2 + 1])}", op, letter,
-                 top=top)
+            # the tsz of the shifts right narrow, with a zero shift (docs/isa.md, "Shift
+            # immediates")
+            size_bits, _ = _tsz_fields(letter, 16, 22)
+            _add(mnemonic.upper(), mnemonic, value | size_bits, [_ZN, _ZD],
+                 f"{_z('zd', letter)}, {_z('zn', _SIZES[log2 + 1])}", op, letter, top=top)
 
 
 def shift_amount(decoded: Decoded) -> int:
