@@ -53,7 +53,8 @@ OP_WEIGHTS: dict[str, float] = {
         "sxtw", "uxtw", "abs", "neg", "cls", "clz", "cnt", "cnot", "not", "sqabs", "sqneg",
         "asrd", "srshr", "urshr", "sqshlu", "sqdmulh", "sqrdmulh", "dupm", "sqxtn", "uqxtn",
         "sqxtun", "saddl", "uaddl", "ssubl", "usubl", "sabdl", "uabdl", "saddw", "uaddw", "ssubw",
-        "usubw", "sqdmull", "smull", "umull")},
+        "usubw", "sqdmull", "smull", "umull", "shrn", "rshrn", "sqshrn", "sqrshrn", "uqshrn",
+        "uqrshrn", "sqshrun", "sqrshrun")},
 }
 
 # Floating-point bit patterns worth hitting: zeros, infinities, NaNs (quiet and signalling),

@@ -264,6 +264,21 @@ def test_saturating_extract_narrow_bottom_zeroes_and_top_keeps():
     assert v.get(3, "b")[:8] == [255, 0, 255, 0, 5, 0, 255, 0]     # -300 is 0xFED4 unsigned
 
 
+def test_shift_right_narrow_rounds_then_truncates_or_saturates():
+    v = Vectors()
+    v.set(1, "h", [0x1234, 0x0180, -0x0180, 0x7FFF, -0x8000, 0x00FF, 0x0001, 0x0100])
+    v.set(0, "b", [0xAA] * 16)
+    v.run("shrnb z2.b, z1.h, #4", "rshrnb z3.b, z1.h, #8", "sqshrnt z0.b, z1.h, #1",
+          "sqrshrunb z4.b, z1.h, #1", "uqshrnb z5.b, z1.h, #1")
+    assert v.get(2, "b")[0:16:2] == [0x23, 0x18, 0xE8, 0xFF, 0x00, 0x0F, 0x00, 0x10]
+    assert v.get(3, "b")[0:16:2] == [0x12, 0x02, 0xFF, 0x80, 0x80, 0x01, 0x00, 0x01]
+    assert v.get(0, "b", signed=True)[1:16:2] == [127, 127, -128, 127, -128, 127, 0, 127]
+    assert v.get(0, "b")[0:16:2] == [0xAA] * 8                      # top keeps the even ones
+    assert v.get(4, "b")[0:16:2] == [255, 192, 0, 255, 0, 128, 1, 128]
+    assert v.get(4, "b")[1:16:2] == [0] * 8                         # bottom zeroes the odd ones
+    assert v.get(5, "b")[0:16:2] == [255, 192, 255, 255, 255, 127, 0, 128]
+
+
 def test_widening_takes_even_or_odd_narrow_elements():
     v = Vectors()
     v.set(1, "b", _repeat([-1, 100, 127, -128], 16))

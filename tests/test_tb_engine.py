@@ -199,8 +199,9 @@ RTL_PENDING = ("int_add", "int_sub", "int_smax", "int_umax", "int_smin", "int_um
                "int_mla", "int_mls", "int_asrd", "int_srshr", "int_urshr", "int_sqshlu",
                "int_sqdmulh", "int_sqrdmulh", "int_dupm", "int_saddl", "int_uaddl", "int_ssubl",
                "int_usubl", "int_sabdl", "int_uabdl", "int_saddw", "int_uaddw", "int_ssubw",
-               "int_usubw", "int_sqdmull", "int_smull", "int_umull", "int_sqxtn", "int_uqxtn",
-               "int_sqxtun")
+               "int_usubw", "int_sqdmull", "int_smull", "int_umull", "int_sqshrun", "int_sqrshrun",
+               "int_shrn", "int_rshrn", "int_sqshrn", "int_sqrshrn", "int_uqshrn", "int_uqrshrn",
+               "int_sqxtn", "int_uqxtn", "int_sqxtun")
 
 
 def test_the_operations_the_rtl_does_not_perform_yet_are_listed():

@@ -131,9 +131,15 @@ UNARY: dict[str, tuple[bool, Callable[[int, int], int]]] = {
     "int_sqneg": (True, lambda a, bits: _saturate(-a, bits, True)),
 }
 
-#: Saturating extract narrow: operation -> (source signed, result signed).
-NARROW: dict[str, tuple[bool, bool]] = {
-    "int_sqxtn": (True, True), "int_uqxtn": (False, False), "int_sqxtun": (True, False),
+#: Narrowing (saturating extract, shift right narrow): operation -> (source signed, result
+#: saturated signed, unsigned or None for truncated, rounding shift).
+NARROW: dict[str, tuple[bool, bool | None, bool]] = {
+    "int_sqxtn": (True, True, False), "int_uqxtn": (False, False, False),
+    "int_sqxtun": (True, False, False),
+    "int_shrn": (False, None, False), "int_rshrn": (False, None, True),
+    "int_sqshrn": (True, True, False), "int_sqrshrn": (True, True, True),
+    "int_uqshrn": (False, False, False), "int_uqrshrn": (False, False, True),
+    "int_sqshrun": (True, False, False), "int_sqrshrun": (True, False, True),
 }
 
 #: SVE2 widening operations: operation -> (operands signed, first operand already wide,
@@ -220,13 +226,17 @@ class IntegerVectorOps:
         self._write_elements(decoded, destination, values, esize)
 
     def _narrow(self, decoded: Decoded, operation: str) -> None:
-        """Saturate each double-width element of Zn into the even (bottom) or odd (top) half
-        of its lane; the bottom forms zero the odd halves, the top forms keep the even ones."""
-        source_signed, result_signed = NARROW[operation]
+        """Shift each double-width element of Zn right (by the immediate, if any; rounding when
+        asked), saturate or truncate it into the even (bottom) or odd (top) half of its lane;
+        the bottom forms zero the odd halves, the top forms keep the even ones."""
+        source_signed, result_signed, rounding = NARROW[operation]
         esize = decoded.form.params["esize"]
         bits = 8 * esize
-        narrowed = [_saturate(value, bits, result_signed)
+        shift = immediate_operand(decoded) if "shift" in decoded.fields else 0
+        narrowed = [_shift(value, -shift, rounding)
                     for value in self._elements(decoded["zn"], 2 * esize, source_signed)]
+        if result_signed is not None:
+            narrowed = [_saturate(value, bits, result_signed) for value in narrowed]
         lanes = self._elements(decoded["zd"], esize, False).reshape(-1, 2)
         if not decoded.form.params["top"]:
             lanes[:, 1] = 0

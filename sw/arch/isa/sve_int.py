@@ -256,6 +256,16 @@ _NARROW = (
 )
 
 
+#: SVE2 shift right narrow ``Zd.T, Zn.Tb, #shift``: mnemonic, fixed bits, operation, top.
+_SHIFT_NARROW = tuple(
+    (f"{mnemonic}{half}", value | (0x400 if half == "t" else 0), op, half == "t")
+    for mnemonic, value, op in (
+        ("sqshrun", 0x45200000, "int_sqshrun"), ("sqrshrun", 0x45200800, "int_sqrshrun"),
+        ("shrn", 0x45201000, "int_shrn"), ("rshrn", 0x45201800, "int_rshrn"),
+        ("sqshrn", 0x45202000, "int_sqshrn"), ("sqrshrn", 0x45202800, "int_sqrshrn"),
+        ("uqshrn", 0x45203000, "int_uqshrn"), ("uqrshrn", 0x45203800, "int_uqrshrn"))
+    for half in "bt")
+
 #: SVE2 widening ``Zd.T, Zn.Tb, Zm.Tb`` (``Zn.T`` for the wide forms): mnemonic, fixed bits,
 #: operation, top (odd narrow elements) or bottom (even), wide first operand.
 _WIDENING = tuple(
@@ -324,11 +334,19 @@ def _define_unpredicated() -> None:
             _add(mnemonic.upper(), mnemonic, value | log2 << 22, [_ZM_HIGH, _ZN, _ZD],
                  f"{_z('zd', letter)}, {_z('zn', letter if wide else narrow)}, "
                  f"{_z('zm', narrow)}", op, letter, top=top)
+    for mnemonic, value, op, top in _SHIFT_NARROW:
+        for log2, letter in enumerate("bhs"):
+            size_bits, fields = _tsz_fields(letter, 16, 22)
+            _add(mnemonic.upper(), mnemonic, value | size_bits, [*fields, _ZN, _ZD],
+                 f"{_z('zd', letter)}, {_z('zn', _SIZES[log2 + 1])}, "
+                 f"{_shift_kind(letter, right=True)}", op, letter, top=top, shift_right=True)
     for mnemonic, value, op, top in _NARROW:
         for log2, letter in enumerate("bhs"):
-            _add(mnemonic.upper(), mnemonic, value | 1 << (19 + log2 + (log2 == 2)),
-                 [_ZN, _ZD], f"{_z('zd', letter)}, {_z('zn', _SIZES[log2 + 1])}", op, letter,
-                 top=top)
+            # the tsz of the shifts right narrow, with a zero shift (docs/isa.md, "Shift
+            # immediates")
+            size_bits, _ = _tsz_fields(letter, 16, 22)
+            _add(mnemonic.upper(), mnemonic, value | size_bits, [_ZN, _ZD],
+                 f"{_z('zd', letter)}, {_z('zn', _SIZES[log2 + 1])}", op, letter, top=top)
 
 
 def shift_amount(decoded: Decoded) -> int:
