@@ -25,6 +25,7 @@ from zatile.hw._common import ConfigComponent, check_config, derived_enum
 __all__ = [
     "Op",
     "ops_of",
+    "check_known_params",
     "Access",
     "FieldsLayout",
     "FlagsLayout",
@@ -76,20 +77,40 @@ def _field_shapes() -> dict[str, Shape]:
     return shapes
 
 
-def _flag_params() -> list[str]:
-    """Boolean ``Form.params`` keys: each becomes a one-bit flag."""
+def _param_types(forms) -> dict[str, set]:
     values: dict[str, set] = {}
-    for form in isa.FORMS:
+    for form in forms:
         for key, value in form.params.items():
             values.setdefault(key, set()).add(type(value))
-    flags = sorted(key for key, types in values.items() if types == {bool})
-    # The non-boolean parameters the decoder turns into fields (``ways`` the datapath derives
-    # from the operation); a new one must be taught here, never silently dropped.
-    known = {"esize", "msize", "unit", "ways"}
-    unknown = sorted(set(values) - set(flags) - known)
+    return values
+
+
+def _flag_params() -> list[str]:
+    """Boolean ``Form.params`` keys: each becomes a one-bit flag."""
+    return sorted(key for key, types in _param_types(isa.FORMS).items() if types == {bool})
+
+
+#: The non-boolean parameters the decoder turns into fields (``ways`` the datapath derives
+#: from the operation).
+_KNOWN_PARAMS = frozenset({"esize", "msize", "unit", "ways"})
+
+
+def check_known_params(ops) -> None:
+    """Check that the decoder turns every parameter of the forms of ``ops`` into an output.
+
+    A non-boolean parameter must be taught to the decoder, never silently dropped; the engine
+    calls this for the operations it performs (the others may have any parameters).
+
+    Raises
+    ------
+    RuntimeError
+        Naming the parameters the decoder does not know.
+    """
+    forms = [form for form in isa.FORMS if Op[form.op.upper()] in ops]
+    unknown = sorted(key for key, types in _param_types(forms).items()
+                     if types != {bool} and key not in _KNOWN_PARAMS)
     if unknown:
         raise RuntimeError(f"hw.decoder does not know the form parameter(s) {unknown!r}")
-    return flags
 
 
 def source_slots(form: isa.Form) -> dict[str, int]:

@@ -57,7 +57,7 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.isa import Trait
 
 from zatile.hw._common import ConfigComponent, check_config, max_bytes
-from zatile.hw.decoder import NO_SLOT, Decoder, Op, ops_of
+from zatile.hw.decoder import NO_SLOT, Decoder, Op, check_known_params, ops_of
 from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
 from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
 from zatile.hw.library import ModuleLibrary
@@ -105,6 +105,7 @@ _FLAG_SETTERS = ops_of(Trait.SETS_FLAGS)
 IMPLEMENTED_OPS = frozenset((*FP_OPS, *_INT_OPS, *_SLICE_OPS, *_SVCR_WRITERS, *SVE_OPS, Op.ZERO_ZA,
                              Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS, Op.LDR_REGISTER,
                              Op.STR_REGISTER))
+check_known_params(IMPLEMENTED_OPS)
 
 
 def _one_of(value, members) -> object:

@@ -55,6 +55,11 @@ OP_WEIGHTS: dict[str, float] = {
         "sqxtun", "saddl", "uaddl", "ssubl", "usubl", "sabdl", "uabdl", "saddw", "uaddw", "ssubw",
         "usubw", "sqdmull", "smull", "umull", "shrn", "rshrn", "sqshrn", "sqrshrn", "uqshrn",
         "uqrshrn", "sqshrun", "sqrshrun")},
+    # streaming-SVE compares, predicate operations, counts and reductions
+    "cmp": 2, "pred_logic": 1, "pred_logic_flags": 0.5, "ptest": 0.5, "pfirst": 0.3,
+    "pnext": 0.3, "ptrues": 0.3, "brk": 0.5, "brk_flags": 0.3, "while_cond": 1, "cntp": 0.5,
+    "count_scalar": 1, "count_vector": 0.5, "countp_scalar": 0.5, "countp_vector": 0.3,
+    "reduce": 1,
 }
 
 # Floating-point bit patterns worth hitting: zeros, infinities, NaNs (quiet and signalling),
@@ -150,16 +155,17 @@ def _initial_state(rng: random.Random, svl: int) -> ArchState:
 def _field_value(form: Form, name: str, width: int, rng: random.Random) -> int:
     """A random value for a field, following the register conventions."""
     if name == "rn":
-        if form.requires is Requires.STREAMING and form.op in ("while", "dup_scalar"):
+        if form.requires is Requires.STREAMING and form.op in ("while", "while_cond",
+                                                                "dup_scalar"):
             return rng.randrange(20, 32)
         return rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 31))
     if name == "rm":
-        if form.op == "while":
+        if form.op in ("while", "while_cond"):
             return rng.randrange(20, 32)
         return rng.choice((8, 9, 10, 11, 8, 9, 10, 11, 31))
     if name == "rt":
         return rng.randrange(16, 20) if form.op == "msr_svcr" else rng.randrange(20, 31)
-    if name == "rd":
+    if name in ("rd", "rdn"):
         return rng.choice((*range(20, 31), 31))
     return rng.getrandbits(width)
 

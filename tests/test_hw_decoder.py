@@ -8,7 +8,7 @@ import pytest
 from amaranth.hdl import Fragment, UnusedElaboratable
 from amaranth.sim import Simulator
 
-from zatile.hw.decoder import NO_SLOT, Access, Decoder, Op, source_slots
+from zatile.hw.decoder import NO_SLOT, Access, Decoder, Op, check_known_params, source_slots
 from zatile.hw.fp.align_add import FpAlignAdd
 from zatile.hw.fp.format import FP32
 from zatile.hw.fp.round import FpRound
@@ -109,6 +109,15 @@ def test_slots_follow_scalar_sources():
     assert source_slots(isa.FORMS_BY_NAME["MRS_SVCR"]) == {}
     assert source_slots(isa.FORMS_BY_NAME["MSR_SVCR"]) == {"rt": 0}
     assert NO_SLOT == 3
+
+
+def test_a_parameter_the_decoder_does_not_know_is_refused_for_a_performed_operation():
+    """The engine's operations pass; one whose forms carry a parameter the decoder has no
+    output for (the compares' ``cond``) is refused by name."""
+    from zatile.hw.engine import IMPLEMENTED_OPS
+    check_known_params(IMPLEMENTED_OPS)
+    with pytest.raises(RuntimeError, match="'cond'"):
+        check_known_params({*IMPLEMENTED_OPS, Op.CMP})
 
 
 def test_rejects_bad_config():

@@ -59,7 +59,7 @@ def test_every_form_decodes_to_itself_and_round_trips():
 
 
 def test_form_count_and_ops_cover_the_subset():
-    assert len(FORMS) == len(FORMS_BY_NAME) == 160 + 586
+    assert len(FORMS) == len(FORMS_BY_NAME) == 160 + 586 + 336
     for op in ("int_mopa", "fmopa_fp32", "fmopa_fp64", "fmopa_fp16_widening", "bfmopa",
                "ld1_tile", "st1_tile", "ldr_za", "str_za", "mova_to_tile", "mova_to_vector",
                "zero_za", "add_vector_to_tile", "msr_svcr_imm", "ptrue", "while", "cnt"):
@@ -90,9 +90,14 @@ def test_form_count_and_ops_cover_the_subset():
     ("rdsvl x21, #-32", 0x04BF5C15), ("addsvl sp, sp, #31", 0x043F5BFF),
     ("addspl x0, x0, #-32", 0x04605C00),
     ("dup z4.s, #1, lsl #8", 0x25B8E024), ("MOV Z0.S, W1", 0x05A03820),
+    ("mov z4.h, #0, lsl #8", 0x2578E004),
 ])
 def test_known_encodings(text, word):
     assert assemble_line(text) == word
+
+
+def test_a_shifted_zero_dup_immediate_keeps_its_shift_as_objdump_prints_it():
+    assert disassemble(0x2578E004) == "mov\tz4.h, #0, lsl #8"
 
 
 @pytest.mark.parametrize("text, problem", [

@@ -18,7 +18,7 @@ from zatile.sw.arch.engine import Result, Status
 from zatile.sim.state import ArchState, Memory
 from zatile.sw.arch.asm import assemble, assemble_line
 from zatile.sw.arch.config import FEATURES, EngineConfig
-from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME, OPS, decode, sve_int
+from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME, OPS, decode, sve_int, sve_pred
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, MASK64
 
 DATA = 0x10000            # base of the data region of most tests
@@ -706,7 +706,10 @@ def test_svcr_transitions():
 
 # --------------------------------------------------------------------------- trap table
 SVE_OPS = {"ptrue", "pfalse", "while", "dup_scalar", "dup_imm", "cnt", "ldr_register",
-           "str_register", "ld1_contiguous", "st1_contiguous"} | {form.op for form in sve_int.FORMS}
+           "str_register", "ld1_contiguous", "st1_contiguous"} | {form.op for form in sve_int.FORMS} \
+    | {form.op for form in sve_pred.FORMS if form.op != "addsvl"}
+#: Streaming-SVE forms of an SME operation (RDVL is RDSVL, ADDVL/ADDPL are ADDSVL/ADDSPL).
+SVE_FORMS_OF_SME_OPS = {"RDVL", "ADDVL", "ADDPL"}
 ZA_ONLY_OPS = {"zero_za", "ldr_za", "str_za"}
 SM_ZA_OPS = {"ld1_tile", "st1_tile", "mova_to_tile", "mova_to_vector", "fmopa_fp32",
              "fmopa_fp64", "fmopa_fp16_widening", "bfmopa", "int_mopa", "add_vector_to_tile"}
@@ -716,7 +719,7 @@ ANY_STATE_OPS = {"msr_svcr_imm", "mrs_svcr", "msr_svcr", "rdsvl", "addsvl"}
 def expected_outcome(form, svcr):
     """docs/isa.md, "Trap order", written out per operation (RDVL is SVE, RDSVL is SME)."""
     sm, za = svcr & 1, svcr & 2
-    if form.op in SVE_OPS or form.name == "RDVL":
+    if form.op in SVE_OPS or form.name in SVE_FORMS_OF_SME_OPS:
         return (Status.OK, None) if sm else (Status.UNDEF, None)
     if form.op in ANY_STATE_OPS:
         return Status.OK, None

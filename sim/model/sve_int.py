@@ -18,14 +18,9 @@ from zatile.sim.model.core import handler_name
 from zatile.sim.model.mapping import SIGNED, UNSIGNED
 from zatile.sw.arch.isa import Decoded
 from zatile.sw.arch.isa.sve_int import immediate_operand
+from zatile.sw.arch.pseudocode import sat_q
 
 __all__ = ["IntegerVectorOps", "BINARY", "UNARY", "NARROW", "WIDENING", "MULTIPLY_ADD"]
-
-
-def _saturate(value: int, bits: int, signed: bool) -> int:
-    """``SatQ``: ``value`` clamped to the ``bits``-bit signed or unsigned range."""
-    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-    return min(max(value, low), high)
 
 
 def _shift_sat(amount: int, bits: int) -> int:
@@ -53,7 +48,7 @@ def _divide(dividend: int, divisor: int, bits: int) -> int:
 
 def _doubling_high(a: int, b: int, bits: int, rounding: bool) -> int:
     """SQDMULH/SQRDMULH: the high half of ``2·a·b`` (plus the rounding bit), saturated."""
-    return _saturate((2 * a * b + ((1 << (bits - 1)) if rounding else 0)) >> bits, bits, True)
+    return sat_q((2 * a * b + ((1 << (bits - 1)) if rounding else 0)) >> bits, bits, True)
 
 
 #: Binary operations: operation -> (first operand signed, second operand signed,
@@ -83,17 +78,17 @@ BINARY: dict[str, tuple[bool, bool, Callable[[int, int, int], int]]] = {
     "int_asrd": (True, False, lambda a, b, bits: -(-a >> b) if a < 0 else a >> b),
     "int_srshr": (True, False, lambda a, b, bits: _shift(a, -b, rounding=True)),
     "int_urshr": (False, False, lambda a, b, bits: _shift(a, -b, rounding=True)),
-    "int_sqshlu": (True, False, lambda a, b, bits: _saturate(a << b, bits, False)),
+    "int_sqshlu": (True, False, lambda a, b, bits: sat_q(a << b, bits, False)),
     # SVE2 shifts by vector: the amount is the signed second element (negative: right).
     "int_srshl": (True, True, lambda a, b, bits: _shift(a, _shift_sat(b, bits), rounding=True)),
     "int_urshl": (False, True, lambda a, b, bits: _shift(a, _shift_sat(b, bits), rounding=True)),
-    "int_sqshl": (True, True, lambda a, b, bits: _saturate(
+    "int_sqshl": (True, True, lambda a, b, bits: sat_q(
         _shift(a, _shift_sat(b, bits), rounding=False), bits, True)),
-    "int_uqshl": (False, True, lambda a, b, bits: _saturate(
+    "int_uqshl": (False, True, lambda a, b, bits: sat_q(
         _shift(a, _shift_sat(b, bits), rounding=False), bits, False)),
-    "int_sqrshl": (True, True, lambda a, b, bits: _saturate(
+    "int_sqrshl": (True, True, lambda a, b, bits: sat_q(
         _shift(a, _shift_sat(b, bits), rounding=True), bits, True)),
-    "int_uqrshl": (False, True, lambda a, b, bits: _saturate(
+    "int_uqrshl": (False, True, lambda a, b, bits: sat_q(
         _shift(a, _shift_sat(b, bits), rounding=True), bits, False)),
     "int_shadd": (True, True, lambda a, b, bits: (a + b) >> 1),
     "int_uhadd": (False, False, lambda a, b, bits: (a + b) >> 1),
@@ -101,12 +96,12 @@ BINARY: dict[str, tuple[bool, bool, Callable[[int, int, int], int]]] = {
     "int_uhsub": (False, False, lambda a, b, bits: (a - b) >> 1),
     "int_srhadd": (True, True, lambda a, b, bits: (a + b + 1) >> 1),
     "int_urhadd": (False, False, lambda a, b, bits: (a + b + 1) >> 1),
-    "int_sqadd": (True, True, lambda a, b, bits: _saturate(a + b, bits, True)),
-    "int_uqadd": (False, False, lambda a, b, bits: _saturate(a + b, bits, False)),
-    "int_sqsub": (True, True, lambda a, b, bits: _saturate(a - b, bits, True)),
-    "int_uqsub": (False, False, lambda a, b, bits: _saturate(a - b, bits, False)),
-    "int_suqadd": (True, False, lambda a, b, bits: _saturate(a + b, bits, True)),
-    "int_usqadd": (False, True, lambda a, b, bits: _saturate(a + b, bits, False)),
+    "int_sqadd": (True, True, lambda a, b, bits: sat_q(a + b, bits, True)),
+    "int_uqadd": (False, False, lambda a, b, bits: sat_q(a + b, bits, False)),
+    "int_sqsub": (True, True, lambda a, b, bits: sat_q(a - b, bits, True)),
+    "int_uqsub": (False, False, lambda a, b, bits: sat_q(a - b, bits, False)),
+    "int_suqadd": (True, False, lambda a, b, bits: sat_q(a + b, bits, True)),
+    "int_usqadd": (False, True, lambda a, b, bits: sat_q(a + b, bits, False)),
     "int_sqdmulh": (True, True, lambda a, b, bits: _doubling_high(a, b, bits, rounding=False)),
     "int_sqrdmulh": (True, True, lambda a, b, bits: _doubling_high(a, b, bits, rounding=True)),
 }
@@ -127,8 +122,8 @@ UNARY: dict[str, tuple[bool, Callable[[int, int], int]]] = {
     "int_cnt": (False, lambda a, bits: bin(a).count("1")),
     "int_cnot": (False, lambda a, bits: int(a == 0)),
     "int_not": (False, lambda a, bits: ~a),
-    "int_sqabs": (True, lambda a, bits: _saturate(abs(a), bits, True)),
-    "int_sqneg": (True, lambda a, bits: _saturate(-a, bits, True)),
+    "int_sqabs": (True, lambda a, bits: sat_q(abs(a), bits, True)),
+    "int_sqneg": (True, lambda a, bits: sat_q(-a, bits, True)),
 }
 
 #: Narrowing (saturating extract, shift right narrow): operation -> (source signed, result
@@ -155,7 +150,7 @@ WIDENING: dict[str, tuple[bool, bool, Callable[[int, int, int], int]]] = {
     "int_uaddw": (False, True, lambda a, b, bits: a + b),
     "int_ssubw": (True, True, lambda a, b, bits: a - b),
     "int_usubw": (False, True, lambda a, b, bits: a - b),
-    "int_sqdmull": (True, False, lambda a, b, bits: _saturate(2 * a * b, bits, True)),
+    "int_sqdmull": (True, False, lambda a, b, bits: sat_q(2 * a * b, bits, True)),
     "int_smull": (True, False, lambda a, b, bits: a * b),
     "int_umull": (False, False, lambda a, b, bits: a * b),
 }
@@ -236,7 +231,7 @@ class IntegerVectorOps:
         narrowed = [_shift(value, -shift, rounding)
                     for value in self._elements(decoded["zn"], 2 * esize, source_signed)]
         if result_signed is not None:
-            narrowed = [_saturate(value, bits, result_signed) for value in narrowed]
+            narrowed = [sat_q(value, bits, result_signed) for value in narrowed]
         lanes = self._elements(decoded["zd"], esize, False).reshape(-1, 2)
         if not decoded.form.params["top"]:
             lanes[:, 1] = 0

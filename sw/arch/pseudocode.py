@@ -7,7 +7,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 __all__ = ["predicate_count", "decode_bit_masks", "encode_bit_masks", "replicate",
-           "sve_move_mask_preferred"]
+           "sve_move_mask_preferred", "sat_q"]
+
+
+def sat_q(value: int, bits: int, signed: bool) -> int:
+    """``SatQ``: ``value`` clamped to the ``bits``-bit signed or unsigned range."""
+    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    return min(max(value, low), high)
 
 
 def predicate_count(pattern: int, elements: int) -> int:

@@ -149,7 +149,8 @@ def _cntpat_parse(groups) -> tuple[int, int]:
 
 
 def _dupimm_text(imm8: int, shift: int) -> str:
-    return f"#{shifted_imm8(imm8, shift)}"
+    # binutils keeps the shift of a shifted zero visible, as for ADD (immediate)
+    return "#0, lsl #8" if shift and not imm8 else f"#{shifted_imm8(imm8, shift)}"
 
 
 def _dupimm_parse(groups, esize: int) -> tuple[int, int]:
@@ -365,7 +366,9 @@ class _Syntax:
             regex += literal_regex(literal)
             names = tuple(match.group(1).split("+"))
             kind = _KINDS[match.group(2)]
-            if match.group(2) in _REGISTER_KINDS or match.group(2).startswith("rmxzr"):
+            if (match.group(2) in _REGISTER_KINDS or match.group(2).startswith("rmxzr")) \
+                    and names[0] not in (field for field, _ in self.registers):
+                # A register spelled twice (``sqincb x0, w0``) is one operand: the first spelling.
                 self.registers.append((names[0], match.group(2)))
             if len(names) == 1:
                 self.ranged.append((names[0], match.group(2),
