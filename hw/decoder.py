@@ -29,6 +29,9 @@ __all__ = [
     "Access",
     "FieldsLayout",
     "FlagsLayout",
+    "ChoicesLayout",
+    "PresentLayout",
+    "CHOICES",
     "SlotsLayout",
     "DecodedLayout",
     "NO_SLOT",
@@ -90,6 +93,23 @@ def _flag_params() -> list[str]:
     return sorted(key for key, types in _param_types(isa.FORMS).items() if types == {bool})
 
 
+def _choice_params() -> dict[str, type]:
+    """String-valued ``Form.params`` keys (a compare's ``cond``, a predicate operation's
+    ``logic``): each becomes an enum output of its values, upper-cased, after ``NONE`` (0, the
+    value for a form without the parameter)."""
+    values: dict[str, set] = {}
+    for form in isa.FORMS:
+        for key, value in form.params.items():
+            values.setdefault(key, set()).add(value)
+    choices = {}
+    for key, found in sorted(values.items()):
+        if all(isinstance(value, str) for value in found):
+            members = ["NONE", *sorted(value.upper() for value in found)]
+            choices[key] = derived_enum(key.title().replace("_", ""), members,
+                                        Shape.cast(range(len(members))).width)
+    return choices
+
+
 #: The non-boolean parameters the decoder turns into fields (``ways`` the datapath derives
 #: from the operation).
 _KNOWN_PARAMS = frozenset({"esize", "msize", "unit", "ways"})
@@ -98,7 +118,8 @@ _KNOWN_PARAMS = frozenset({"esize", "msize", "unit", "ways"})
 def check_known_params(ops) -> None:
     """Check that the decoder turns every parameter of the forms of ``ops`` into an output.
 
-    A non-boolean parameter must be taught to the decoder, never silently dropped; the engine
+    Booleans become :data:`FlagsLayout` bits and strings :data:`CHOICES` enums; any other
+    parameter must be taught to the decoder, never silently dropped; the engine
     calls this for the operations it performs (the others may have any parameters).
 
     Raises
@@ -108,7 +129,7 @@ def check_known_params(ops) -> None:
     """
     forms = [form for form in isa.FORMS if Op[form.op.upper()] in ops]
     unknown = sorted(key for key, types in _param_types(forms).items()
-                     if types != {bool} and key not in _KNOWN_PARAMS)
+                     if types not in ({bool}, {str}) and key not in _KNOWN_PARAMS)
     if unknown:
         raise RuntimeError(f"hw.decoder does not know the form parameter(s) {unknown!r}")
 
@@ -136,11 +157,17 @@ def _slot_fields() -> list[str]:
 _FIELD_SHAPES = _field_shapes()
 _FLAGS = _flag_params()
 _SLOT_FIELDS = _slot_fields()
+#: The enum of each string-valued form parameter (``CHOICES["cond"].EQ``).
+CHOICES: dict[str, type] = _choice_params()
 
 #: Every field of every form, by name (absent fields decode as 0).
 FieldsLayout = data.StructLayout(_FIELD_SHAPES)
 #: Boolean form parameters (``vertical``, ``subtract``, ``set_sm``, ...).
 FlagsLayout = data.StructLayout({name: 1 for name in _FLAGS})
+#: String-valued form parameters, one :data:`CHOICES` enum each.
+ChoicesLayout = data.StructLayout(CHOICES)
+#: Which fields the form has (every field of :data:`FieldsLayout`, one bit each).
+PresentLayout = data.StructLayout({name: 1 for name in _FIELD_SHAPES})
 #: Issue slot of each general-register source field; :data:`NO_SLOT` when it is not a source.
 SlotsLayout = data.StructLayout({name: range(NO_SLOT + 1) for name in _SLOT_FIELDS})
 
@@ -154,6 +181,8 @@ DecodedLayout = data.StructLayout({
     "msize_log2": range(4),               # params["msize"]: memory element size, log2 bytes
     "unit_pred": 1,                       # params["unit"] == "svl_pred_bytes" (ADDSPL)
     "flags": FlagsLayout,
+    "choices": ChoicesLayout,
+    "present": PresentLayout,
     "slots": SlotsLayout,
     "fields": FieldsLayout,
 })
@@ -239,6 +268,11 @@ class Decoder(ConfigComponent):
         for flag in _FLAGS:
             m.d.comb += out.flags[flag].eq(select([int(bool(f.params.get(flag, False)))
                                                    for f in forms]))
+        for key, choice in CHOICES.items():
+            m.d.comb += out.choices[key].as_value().eq(select(
+                [choice[f.params[key].upper()].value if key in f.params else 0 for f in forms]))
+        for name in _FIELD_SHAPES:
+            m.d.comb += out.present[name].eq(select([int(name in f.field_map) for f in forms]))
         for name in _SLOT_FIELDS:
             m.d.comb += out.slots[name].eq(select([source_slots(f).get(name, NO_SLOT)
                                                    for f in forms]))

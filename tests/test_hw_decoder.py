@@ -8,13 +8,18 @@ import pytest
 from amaranth.hdl import Fragment, UnusedElaboratable
 from amaranth.sim import Simulator
 
-from zatile.hw.decoder import NO_SLOT, Access, Decoder, Op, check_known_params, source_slots
+from zatile.hw.decoder import (
+    CHOICES, NO_SLOT, Access, Decoder, FieldsLayout, Op, check_known_params, source_slots,
+)
 from zatile.hw.fp.align_add import FpAlignAdd
 from zatile.hw.fp.format import FP32
 from zatile.hw.fp.round import FpRound
 from zatile.hw.za_storage import ZaStorage
 from zatile.sw.arch import isa
 from zatile.sw.arch.config import FEATURES, EngineConfig
+
+
+FIELD_NAMES = [name for name, _ in FieldsLayout]
 
 
 def _expected(word: int, config: EngineConfig):
@@ -63,6 +68,12 @@ def _run_words(config: EngineConfig, words: list[int], ops=None) -> None:
             for name, value in form.params.items():
                 if isinstance(value, bool):
                     assert ctx.get(out.flags[name]) == value, (form.name, name)
+            for key, choice in CHOICES.items():
+                expected = choice[form.params[key].upper()] if key in form.params else choice.NONE
+                assert ctx.get(out.choices[key]) == expected, (form.name, key)
+            for name in decoded.fields:
+                assert ctx.get(out.present[name]) == 1, (form.name, name)
+            assert sum(ctx.get(out.present[name]) for name in FIELD_NAMES) == len(form.fields)
             slots = source_slots(form)
             for name in slots:
                 assert ctx.get(out.slots[name]) == slots[name]
@@ -113,11 +124,11 @@ def test_slots_follow_scalar_sources():
 
 def test_a_parameter_the_decoder_does_not_know_is_refused_for_a_performed_operation():
     """The engine's operations pass; one whose forms carry a parameter the decoder has no
-    output for (the compares' ``cond``) is refused by name."""
+    output for (the register width of INC/DEC, an integer) is refused by name."""
     from zatile.hw.engine import IMPLEMENTED_OPS
     check_known_params(IMPLEMENTED_OPS)
-    with pytest.raises(RuntimeError, match="'cond'"):
-        check_known_params({*IMPLEMENTED_OPS, Op.CMP})
+    with pytest.raises(RuntimeError, match="'width'"):
+        check_known_params({*IMPLEMENTED_OPS, Op.COUNT_SCALAR})
 
 
 def test_rejects_bad_config():

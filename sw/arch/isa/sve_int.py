@@ -11,7 +11,8 @@ from:
 * ``wide``: the second operand is the 64-bit element of the same 64-bit lane (ASR ..., Zm.D);
 * ``shift_right``: a shift immediate counts from the element size down (ASR #imm);
 * ``top``: a narrowing result goes to the odd elements (SQXTNT), else to the even ones; a
-  widening operation reads the odd narrow elements (SADDLT), else the even ones.
+  widening operation reads the odd narrow elements (SADDLT), else the even ones;
+* ``mask64``: the N bit of a logical immediate (64-bit elements), fixed by the form.
 
 :func:`immediate_operand` is the value of any immediate the forms carry.
 """
@@ -319,12 +320,12 @@ def _define_unpredicated() -> None:
         for mnemonic, value, op, inverted in _LOGICAL_IMMEDIATE:
             forms.add(f"{mnemonic.upper()}_ZZI{suffix}", mnemonic, value | n << 17,
                       [immr, imms, _ZDN], f"z{{zdn:d}}{{zdn+immr+imms:logimm{n}}}", op,
-                      Requires.STREAMING, esize=8, unallocated=reserved,
+                      Requires.STREAMING, esize=8, unallocated=reserved, mask64=bool(n),
                       preferred=(Alias(inverted, f"z{{zdn:d}}{{zdn+immr+imms:logimmnot{n}}}",
                                        printed=False),))
         forms.add(f"DUPM{suffix}", "dupm", 0x05C00000 | n << 17, [immr, imms, _ZD],
                   f"z{{zd:d}}{{immr+imms:bitmask{n}}}", "int_dupm", Requires.STREAMING, esize=8,
-                  unallocated=reserved,
+                  unallocated=reserved, mask64=bool(n),
                   preferred=(Alias("mov", f"z{{zd:d}}{{immr+imms:bitmask{n}}}",
                                    when=lambda fields, n=n: sve_move_mask_preferred(
                                        _imm13(n, fields))),))
@@ -367,7 +368,7 @@ def immediate_operand(decoded: Decoded) -> int:
         return shifted_imm8(fields["imm8"], fields.get("sh", 0))
     if "shift" in fields:
         return shift_amount(decoded)
-    bits, element = decode_bit_masks(_imm13(decoded.form.value >> 17 & 1, fields))
+    bits, element = decode_bit_masks(_imm13(int(decoded.form.params["mask64"]), fields))
     return replicate(element, bits)
 
 
