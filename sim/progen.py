@@ -55,6 +55,13 @@ OP_WEIGHTS: dict[str, float] = {
         "sqxtun", "saddl", "uaddl", "ssubl", "usubl", "sabdl", "uabdl", "saddw", "uaddw", "ssubw",
         "usubw", "sqdmull", "smull", "umull", "shrn", "rshrn", "sqshrn", "sqrshrn", "uqshrn",
         "uqrshrn", "sqshrun", "sqrshrun")},
+    # streaming-SVE floating point
+    **{f"fp_{name}": 1 for name in ("add", "sub", "mul", "mla", "max", "min", "cmpge",
+                                    "cmpgt", "cmpeq")},
+    **{f"fp_{name}": 0.5 for name in (
+        "mulx", "div", "maxnm", "minnm", "abd", "scale", "sqrt", "abs", "neg", "addv", "maxv",
+        "minv", "maxnmv", "minnmv", "cmpne", "cmpun", "frintn", "frintp", "frintm", "frintz",
+        "frinta", "frintx", "frinti")},
 }
 
 # Floating-point bit patterns worth hitting: zeros, infinities, NaNs (quiet and signalling),

@@ -201,7 +201,12 @@ RTL_PENDING = ("int_add", "int_sub", "int_smax", "int_umax", "int_smin", "int_um
                "int_usubl", "int_sabdl", "int_uabdl", "int_saddw", "int_uaddw", "int_ssubw",
                "int_usubw", "int_sqdmull", "int_smull", "int_umull", "int_sqshrun", "int_sqrshrun",
                "int_shrn", "int_rshrn", "int_sqshrn", "int_sqrshrn", "int_uqshrn", "int_uqrshrn",
-               "int_sqxtn", "int_uqxtn", "int_sqxtun")
+               "int_sqxtn", "int_uqxtn", "int_sqxtun", "fp_add", "fp_sub", "fp_mul", "fp_maxnm",
+               "fp_minnm", "fp_max", "fp_min", "fp_abd", "fp_scale", "fp_mulx", "fp_div",
+               "fp_mla", "fp_frintn", "fp_frintp", "fp_frintm", "fp_frintz", "fp_frinta",
+               "fp_frintx", "fp_frinti", "fp_sqrt", "fp_abs", "fp_neg", "fp_cmpge", "fp_cmpgt",
+               "fp_cmpeq", "fp_cmpne", "fp_cmpun", "fp_addv", "fp_maxnmv", "fp_minnmv",
+               "fp_maxv", "fp_minv")
 
 
 def test_the_operations_the_rtl_does_not_perform_yet_are_listed():
