@@ -1,4 +1,5 @@
-"""Exact scalar reference for the floating-point arithmetic of the SME outer products.
+"""Exact scalar reference for zatile's floating-point arithmetic: the SME outer products, and
+the streaming-SVE operations with their exceptions (:class:`FPArith`).
 
 Each function transcribes the Arm ARM pseudocode (DDI0487 M.a.a, J1.3.3: ``FPUnpackBase``,
 ``FPRoundBase``, ``FPMulAdd``, ``FPDot``, ``FPAdd``, ``BFUnpack``, ``BFRound``, ``BFMulH``,
@@ -17,15 +18,27 @@ FPCR register. Modelled: a PE without FEAT_AFP and without FEAT_EBF16, on which 
 NEP and EBF are RES0, so only RMode, FZ and FZ16 matter. The ``_ZA`` forms force FPCR.DN and
 raise no exceptions, so the exception side of the pseudocode is left out and every NaN result is
 the default NaN (docs/isa.md, "FP rules").
+
+:class:`FPArith` is the other half: the SVE operations (``FPAdd``, ``FPMulAdd``, ``FPDiv``,
+``FPSqrt``, ``FPMax``, ``FPRoundInt``, ``FPConvert``, ``FixedToFP``, ``FPToFixed``, the
+comparisons, ...) with FPCR.DN honoured, NaN payloads propagated and every exception
+``FPProcessException`` raises collected as FPSR cumulative bits (docs/isa.md, "Floating-point
+exceptions"). Division and square root are not dyadic, so it computes over
+:class:`fractions.Fraction`.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 __all__ = [
     "BF16",
+    "FPArith",
+    "FPRounding",
+    "FPType",
     "FP16",
     "FP32",
     "FP64",
@@ -126,6 +139,8 @@ class FPRounding(enum.Enum):
     POSINF = 1
     NEGINF = 2
     ZERO = 3
+    #: Not an FPCR mode: FRINTA (``FPRoundInt`` only).
+    TIEAWAY = 4
 
 
 @dataclass(frozen=True)
@@ -503,3 +518,444 @@ def special_values(fmt: Format) -> list[int]:
         fp_infinity(0, fmt) | 1,
     ]
     return [sign << (fmt.width - 1) | magnitude for sign in (0, 1) for magnitude in magnitudes]
+
+
+# --- SVE arithmetic with FPCR.DN, NaN propagation and exceptions -------------------------------
+
+# FPSR cumulative bits (zatile.sw.arch.constants.FpsrFlag; sim may not need sw/arch here).
+_IOC, _DZC, _OFC, _UFC, _IXC, _IDC = 1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 7
+FPCR_DN = 1 << 25
+FPCR_AHP = 1 << 26
+
+
+class FPArith:
+    """The Arm pseudocode's floating-point operations under one FPCR, collecting exceptions.
+
+    Each method transcribes its pseudocode function (named in its docstring) with FPCR.AH = 0
+    and no trapping; operands and results are bit patterns of the :class:`Format` given.
+    Every exception raised is ORed into :attr:`flags`, so one instance serves the active
+    elements of one instruction.
+
+    Parameters
+    ----------
+    fpcr : int
+        The FPCR value (RMode, FZ, FZ16, DN, AHP matter).
+
+    Attributes
+    ----------
+    flags : int
+        The FPSR cumulative bits raised so far (IOC 0, DZC 1, OFC 2, UFC 3, IXC 4, IDC 7).
+    """
+
+    def __init__(self, fpcr: int):
+        self.fpcr = fpcr
+        self.flags = 0
+
+    @property
+    def rounding(self) -> FPRounding:
+        """``FPRoundingMode``: FPCR.RMode."""
+        return FPRounding(fpcr_rounding(self.fpcr))
+
+    # ------------------------------------------------------------------ unpack, round, NaNs
+    def _flush(self, fmt: Format) -> bool:
+        """Whether denormals of ``fmt`` flush: FZ16 for half precision, FZ otherwise (BFloat16
+        results are rounded as single precision, so FZ)."""
+        if fmt is BF16:
+            return bool(self.fpcr & FPCR_FZ)
+        return _flushes(fmt, self.fpcr)
+
+    def unpack(self, fpval: int, fmt: Format, flush: bool | None = None
+               ) -> tuple[FPType, int, Fraction]:
+        """``FPUnpackBase``: class, sign and exact value (infinities: a value beyond every
+        finite one; NaNs: 0). A denormal flushed by FZ raises Input Denormal; one flushed by
+        FZ16 raises nothing. ``flush`` overrides the FPCR (``FPUnpackCV``)."""
+        flush = self._flush(fmt) if flush is None else flush
+        sign = fpval >> (fmt.width - 1) & 1
+        exp = fpval >> fmt.fraction_bits & (2 ** fmt.exponent_bits - 1)
+        frac = fpval & (2 ** fmt.fraction_bits - 1)
+        if exp == 0:
+            if frac == 0:
+                return FPType.ZERO, sign, Fraction(0)
+            if flush:
+                if fmt.width != 16:
+                    self.flags |= _IDC
+                return FPType.ZERO, sign, Fraction(0)
+            fptype, value = FPType.DENORMAL, Fraction(frac, 1) * Fraction(2) ** (
+                fmt.minimum_exp - fmt.fraction_bits)
+        elif exp == 2 ** fmt.exponent_bits - 1:
+            if frac == 0:
+                fptype, value = FPType.INFINITY, Fraction(2 ** (2 ** fmt.exponent_bits))
+            else:
+                quiet = frac >> (fmt.fraction_bits - 1) & 1
+                fptype, value = (FPType.QNAN if quiet else FPType.SNAN), Fraction(0)
+        else:
+            fptype = FPType.NONZERO
+            value = Fraction(2 ** fmt.fraction_bits + frac) * Fraction(2) ** (
+                exp - fmt.bias - fmt.fraction_bits)
+        return fptype, sign, -value if sign else value
+
+    def round(self, value: Fraction, fmt: Format, rounding: FPRounding | None = None,
+              flush: bool | None = None, alternative: bool = False) -> int:
+        """``FPRoundBase`` (AH = 0): flush a tiny result to zero raising Underflow only, else
+        round, raising Underflow when the exact result is tiny (before rounding) and inexact,
+        Overflow and Inexact as IEEE 754 says. ``value`` must not be zero. ``alternative``:
+        into alternative half precision, whose exponent 31 is a normal one and whose overflow
+        saturates as an Invalid Operation."""
+        rounding = self.rounding if rounding is None else rounding
+        flush = self._flush(fmt) if flush is None else flush
+        F, E, minimum_exp = fmt.fraction_bits, fmt.exponent_bits, fmt.minimum_exp
+        sign, magnitude = (1, -value) if value < 0 else (0, value)
+        numerator, denominator = magnitude.numerator, magnitude.denominator
+        exponent = numerator.bit_length() - denominator.bit_length()
+        if (numerator < denominator << exponent) if exponent >= 0 \
+                else (numerator << -exponent < denominator):
+            exponent -= 1
+        if flush and exponent < minimum_exp:
+            self.flags |= _UFC
+            return fp_zero(sign, fmt)
+        biased_exp = max(exponent - minimum_exp + 1, 0)
+        scaled = magnitude * Fraction(2) ** (F - (exponent if biased_exp else minimum_exp))
+        int_mant = math.floor(scaled)
+        error = scaled - int_mant
+        if biased_exp == 0 and error != 0:
+            self.flags |= _UFC
+        if rounding is FPRounding.TIEEVEN:
+            round_up = error > HALF_FRACTION or (error == HALF_FRACTION and int_mant & 1)
+            overflow_to_inf = True
+        elif rounding is FPRounding.POSINF:
+            round_up, overflow_to_inf = error != 0 and sign == 0, sign == 0
+        elif rounding is FPRounding.NEGINF:
+            round_up, overflow_to_inf = error != 0 and sign == 1, sign == 1
+        else:
+            round_up = overflow_to_inf = False
+        if round_up:
+            int_mant += 1
+            if int_mant == 2 ** F:
+                biased_exp = 1
+            if int_mant == 2 ** (F + 1):
+                biased_exp += 1
+                int_mant //= 2
+        if alternative and biased_exp >= 2 ** E:
+            self.flags |= _IOC
+            return sign << 15 | 0x7FFF
+        if not alternative and biased_exp >= 2 ** E - 1:
+            self.flags |= _OFC | _IXC
+            return fp_infinity(sign, fmt) if overflow_to_inf else fp_max_normal(sign, fmt)
+        if error != 0:
+            self.flags |= _IXC
+        return sign << (fmt.width - 1) | biased_exp << F | (int_mant & (2 ** F - 1))
+
+    def process_nan(self, fptype: FPType, op: int, fmt: Format) -> int:
+        """``FPProcessNaN``: quieten a signalling NaN (raising Invalid Operation); the default
+        NaN when FPCR.DN is set."""
+        result = op
+        if fptype is FPType.SNAN:
+            result |= 1 << (fmt.fraction_bits - 1)
+            self.flags |= _IOC
+        return fp_default_nan(fmt) if self.fpcr & FPCR_DN else result
+
+    def process_nans(self, operands, fmt: Format) -> int | None:
+        """``FPProcessNaNs``/``FPProcessNaNs3``: the first signalling NaN of ``operands``
+        (pairs of class and bits, in the pseudocode's order), else the first quiet one,
+        processed; None when there is no NaN."""
+        for wanted in (FPType.SNAN, FPType.QNAN):
+            for fptype, op in operands:
+                if fptype is wanted:
+                    return self.process_nan(fptype, op, fmt)
+        return None
+
+    def _default_nan(self, fmt: Format) -> int:
+        """The default NaN, raising Invalid Operation."""
+        self.flags |= _IOC
+        return fp_default_nan(fmt)
+
+    def _zero_or_round(self, value: Fraction, fmt: Format) -> int:
+        """An exact zero sum is +0, or -0 when rounding toward minus infinity."""
+        if value == 0:
+            return fp_zero(1 if self.rounding is FPRounding.NEGINF else 0, fmt)
+        return self.round(value, fmt)
+
+    # ------------------------------------------------------------------ arithmetic
+    def add(self, op1: int, op2: int, fmt: Format, subtract: bool = False) -> int:
+        """``FPAdd`` (``FPSub`` when ``subtract``: op2's sign is flipped after its NaN check)."""
+        type1, sign1, value1 = self.unpack(op1, fmt)
+        type2, sign2, value2 = self.unpack(op2, fmt)
+        nan = self.process_nans(((type1, op1), (type2, op2)), fmt)
+        if nan is not None:
+            return nan
+        if subtract:
+            sign2, value2 = sign2 ^ 1, -value2
+        inf1, inf2 = type1 is FPType.INFINITY, type2 is FPType.INFINITY
+        zero1, zero2 = type1 is FPType.ZERO, type2 is FPType.ZERO
+        if inf1 and inf2 and sign1 != sign2:
+            return self._default_nan(fmt)
+        if (inf1 and sign1 == 0) or (inf2 and sign2 == 0):
+            return fp_infinity(0, fmt)
+        if (inf1 and sign1 == 1) or (inf2 and sign2 == 1):
+            return fp_infinity(1, fmt)
+        if zero1 and zero2 and sign1 == sign2:
+            return fp_zero(sign1, fmt)
+        return self._zero_or_round(value1 + value2, fmt)
+
+    def mul(self, op1: int, op2: int, fmt: Format, extended: bool = False) -> int:
+        """``FPMul`` (``FPMulX`` when ``extended``: inf * 0 is 2.0, not invalid)."""
+        type1, sign1, value1 = self.unpack(op1, fmt)
+        type2, sign2, value2 = self.unpack(op2, fmt)
+        nan = self.process_nans(((type1, op1), (type2, op2)), fmt)
+        if nan is not None:
+            return nan
+        inf1, inf2 = type1 is FPType.INFINITY, type2 is FPType.INFINITY
+        zero1, zero2 = type1 is FPType.ZERO, type2 is FPType.ZERO
+        if (inf1 and zero2) or (zero1 and inf2):
+            if extended:
+                return (sign1 ^ sign2) << (fmt.width - 1) | (fmt.bias + 1) << fmt.fraction_bits
+            return self._default_nan(fmt)
+        if inf1 or inf2:
+            return fp_infinity(sign1 ^ sign2, fmt)
+        if zero1 or zero2:
+            return fp_zero(sign1 ^ sign2, fmt)
+        return self.round(value1 * value2, fmt)
+
+    def mul_add(self, addend: int, op1: int, op2: int, fmt: Format) -> int:
+        """``FPMulAdd``: addend + op1 * op2 with one rounding."""
+        typeA, signA, valueA = self.unpack(addend, fmt)
+        type1, sign1, value1 = self.unpack(op1, fmt)
+        type2, sign2, value2 = self.unpack(op2, fmt)
+        inf1, inf2 = type1 is FPType.INFINITY, type2 is FPType.INFINITY
+        zero1, zero2 = type1 is FPType.ZERO, type2 is FPType.ZERO
+        nan = self.process_nans(((typeA, addend), (type1, op1), (type2, op2)), fmt)
+        if typeA is FPType.QNAN and ((inf1 and zero2) or (zero1 and inf2)):
+            return self._default_nan(fmt)
+        if nan is not None:
+            return nan
+        infA, zeroA = typeA is FPType.INFINITY, typeA is FPType.ZERO
+        signP, infP, zeroP = sign1 ^ sign2, inf1 or inf2, zero1 or zero2
+        if (inf1 and zero2) or (zero1 and inf2) or (infA and infP and signA != signP):
+            return self._default_nan(fmt)
+        if (infA and signA == 0) or (infP and signP == 0):
+            return fp_infinity(0, fmt)
+        if (infA and signA == 1) or (infP and signP == 1):
+            return fp_infinity(1, fmt)
+        if zeroA and zeroP and signA == signP:
+            return fp_zero(signA, fmt)
+        return self._zero_or_round(valueA + value1 * value2, fmt)
+
+    def div(self, op1: int, op2: int, fmt: Format) -> int:
+        """``FPDiv``."""
+        type1, sign1, value1 = self.unpack(op1, fmt)
+        type2, sign2, value2 = self.unpack(op2, fmt)
+        nan = self.process_nans(((type1, op1), (type2, op2)), fmt)
+        if nan is not None:
+            return nan
+        inf1, inf2 = type1 is FPType.INFINITY, type2 is FPType.INFINITY
+        zero1, zero2 = type1 is FPType.ZERO, type2 is FPType.ZERO
+        if (inf1 and inf2) or (zero1 and zero2):
+            return self._default_nan(fmt)
+        if inf1 or zero2:
+            if not inf1:
+                self.flags |= _DZC
+            return fp_infinity(sign1 ^ sign2, fmt)
+        if zero1 or inf2:
+            return fp_zero(sign1 ^ sign2, fmt)
+        return self.round(value1 / value2, fmt)
+
+    def sqrt(self, op: int, fmt: Format) -> int:
+        """``FPSqrt``: correctly rounded; the square root of a negative number is invalid."""
+        fptype, sign, value = self.unpack(op, fmt)
+        if fptype in (FPType.SNAN, FPType.QNAN):
+            return self.process_nan(fptype, op, fmt)
+        if fptype is FPType.ZERO:
+            return fp_zero(sign, fmt)
+        if fptype is FPType.INFINITY and sign == 0:
+            return fp_infinity(0, fmt)
+        if sign:
+            return self._default_nan(fmt)
+        # floor(sqrt(value) * 2^k) with at least F + 4 bits; a remainder becomes a half unit,
+        # which lies strictly between two such integers and so rounds as the irrational does.
+        k = fmt.fraction_bits + 6 - (value.numerator.bit_length()
+                                     - value.denominator.bit_length()) // 2
+        scaled = value * Fraction(4) ** k
+        root = math.isqrt(math.floor(scaled))
+        exact = root * root == scaled
+        return self.round(Fraction(root if exact else 2 * root + 1, 1)
+                          * Fraction(2) ** (-k if exact else -k - 1), fmt)
+
+    def scale(self, op: int, power: int, fmt: Format) -> int:
+        """``FPScale``: op * 2^power, rounded."""
+        fptype, sign, value = self.unpack(op, fmt)
+        if fptype in (FPType.SNAN, FPType.QNAN):
+            return self.process_nan(fptype, op, fmt)
+        if fptype is FPType.ZERO:
+            return fp_zero(sign, fmt)
+        if fptype is FPType.INFINITY:
+            return fp_infinity(sign, fmt)
+        # Beyond this every power overflows or underflows to the same result.
+        limit = 2 ** fmt.exponent_bits + fmt.fraction_bits + 2
+        return self.round(value * Fraction(2) ** max(-limit, min(power, limit)), fmt)
+
+    # ------------------------------------------------------------------ maximum and minimum
+    def max(self, op1: int, op2: int, fmt: Format, minimum: bool = False) -> int:
+        """``FPMax`` (``FPMin`` when ``minimum``): a NaN operand propagates; +0 is above -0."""
+        type1, sign1, value1 = self.unpack(op1, fmt)
+        type2, sign2, value2 = self.unpack(op2, fmt)
+        nan = self.process_nans(((type1, op1), (type2, op2)), fmt)
+        if nan is not None:
+            return nan
+        first = value1 < value2 if minimum else value1 > value2
+        fptype, sign, value = (type1, sign1, value1) if first else (type2, sign2, value2)
+        if fptype is FPType.INFINITY:
+            return fp_infinity(sign, fmt)
+        if fptype is FPType.ZERO:
+            return fp_zero((sign1 | sign2) if minimum else (sign1 & sign2), fmt)
+        return self.round(value, fmt)
+
+    def max_num(self, op1: int, op2: int, fmt: Format, minimum: bool = False) -> int:
+        """``FPMaxNum`` (``FPMinNum``): one quiet NaN loses to a number (IEEE maxNum)."""
+        type1 = self.unpack(op1, fmt)[0]
+        type2 = self.unpack(op2, fmt)[0]
+        loser = fp_infinity(0 if minimum else 1, fmt)
+        if type1 is FPType.QNAN and type2 is not FPType.QNAN:
+            op1 = loser
+        elif type1 is not FPType.QNAN and type2 is FPType.QNAN:
+            op2 = loser
+        return self.max(op1, op2, fmt, minimum)
+
+    # ------------------------------------------------------------------ comparisons
+    def compare(self, op1: int, op2: int, fmt: Format, condition: str) -> bool:
+        """``FPCompareEQ``/``GE``/``GT``, ``NE`` (not EQ) and ``UN`` (unordered): a NaN makes
+        EQ/GE/GT false and NE/UN true; GE and GT raise Invalid Operation for any NaN, the
+        others only for a signalling NaN."""
+        type1, _, value1 = self.unpack(op1, fmt)
+        type2, _, value2 = self.unpack(op2, fmt)
+        nans = {type1, type2} & {FPType.SNAN, FPType.QNAN}
+        if nans:
+            if condition in ("ge", "gt") or FPType.SNAN in nans:
+                self.flags |= _IOC
+            return condition in ("ne", "un")
+        return {"eq": value1 == value2, "ne": value1 != value2, "ge": value1 >= value2,
+                "gt": value1 > value2, "un": False}[condition]
+
+    # ------------------------------------------------------------------ integral values
+    def round_int(self, op: int, fmt: Format, rounding: FPRounding, exact: bool) -> int:
+        """``FPRoundInt``: the integral value in ``rounding``; Inexact only when ``exact``
+        (FRINTX)."""
+        fptype, sign, value = self.unpack(op, fmt)
+        if fptype in (FPType.SNAN, FPType.QNAN):
+            return self.process_nan(fptype, op, fmt)
+        if fptype is FPType.INFINITY:
+            return fp_infinity(sign, fmt)
+        if fptype is FPType.ZERO:
+            return fp_zero(sign, fmt)
+        integer = math.floor(value)
+        error = value - integer
+        round_up = {
+            FPRounding.TIEEVEN: error > HALF_FRACTION or (error == HALF_FRACTION and integer & 1),
+            FPRounding.POSINF: error != 0,
+            FPRounding.NEGINF: False,
+            FPRounding.ZERO: error != 0 and integer < 0,
+            FPRounding.TIEAWAY: error > HALF_FRACTION or (error == HALF_FRACTION
+                                                          and integer >= 0),
+        }[rounding]
+        integer += bool(round_up)
+        result = fp_zero(sign, fmt) if integer == 0 \
+            else self.round(Fraction(integer), fmt, FPRounding.ZERO)
+        if error != 0 and exact:
+            self.flags |= _IXC
+        return result
+
+    # ------------------------------------------------------------------ conversions
+    def convert(self, op: int, source: Format, destination: Format) -> int:
+        """``FPConvert`` between half, single and double precision (FCVT), FPCR rounding.
+
+        Half precision is neither flushed on input nor on output (``FPUnpackCV``,
+        ``FPRoundCV``); FZ flushes the others. FPCR.AHP selects the alternative half-precision
+        format for a half-precision source or destination.
+        """
+        ahp = bool(self.fpcr & FPCR_AHP)
+        if source.width == 16 and ahp:
+            fptype, sign, value = self._unpack_ahp(op)
+        else:
+            fptype, sign, value = self.unpack(op, source, flush=source.width != 16
+                                              and self._flush(source))
+        alternative = destination.width == 16 and ahp
+        if fptype in (FPType.SNAN, FPType.QNAN):
+            if alternative:
+                self.flags |= _IOC
+                return fp_zero(sign, destination)
+            if fptype is FPType.SNAN:
+                self.flags |= _IOC
+            return fp_default_nan(destination) if self.fpcr & FPCR_DN \
+                else _convert_nan(op, source, destination)
+        if fptype is FPType.INFINITY:
+            if alternative:
+                self.flags |= _IOC
+                return sign << 15 | 0x7FFF
+            return fp_infinity(sign, destination)
+        if fptype is FPType.ZERO:
+            return fp_zero(sign, destination)
+        if alternative:
+            return self.round(value, FP16, flush=False, alternative=True)
+        return self.round(value, destination, flush=destination.width != 16
+                          and self._flush(destination))
+
+    def _unpack_ahp(self, op: int) -> tuple[FPType, int, Fraction]:
+        """``FPUnpackBase`` of an alternative half-precision value: exponent 31 is a normal
+        number; there are no infinities or NaNs; denormals are not flushed."""
+        sign, exp, frac = op >> 15 & 1, op >> 10 & 0x1F, op & 0x3FF
+        if exp == 0 and frac == 0:
+            return FPType.ZERO, sign, Fraction(0)
+        if exp == 0:
+            fptype, value = FPType.DENORMAL, Fraction(frac) * Fraction(2) ** -24
+        else:
+            fptype, value = FPType.NONZERO, Fraction(1024 + frac) * Fraction(2) ** (exp - 25)
+        return fptype, sign, -value if sign else value
+
+    def convert_bf16(self, op: int) -> int:
+        """``FPConvertBF``: single precision to BFloat16 (BFCVT), FPCR rounding, FZ flushing."""
+        fptype, sign, value = self.unpack(op, FP32)
+        if fptype in (FPType.SNAN, FPType.QNAN):
+            if fptype is FPType.SNAN:
+                self.flags |= _IOC
+            return fp_default_nan(BF16) if self.fpcr & FPCR_DN else (op | 1 << 22) >> 16
+        if fptype is FPType.INFINITY:
+            return fp_infinity(sign, BF16)
+        if fptype is FPType.ZERO:
+            return fp_zero(sign, BF16)
+        return self.round(value, BF16)
+
+    def from_integer(self, integer: int, destination: Format) -> int:
+        """``FixedToFP`` with no fraction bits (SCVTF/UCVTF): the integer rounded (FPCR)."""
+        if integer == 0:
+            return fp_zero(0, destination)
+        return self.round(Fraction(integer), destination)
+
+    def to_integer(self, op: int, source: Format, bits: int, unsigned: bool) -> int:
+        """``FPToFixed`` with no fraction bits, rounding toward zero (FCVTZS/FCVTZU): a NaN
+        gives 0, an out-of-range value saturates; both are Invalid Operation, and only an
+        in-range inexact result is Inexact. Returns the integer (negative when signed)."""
+        fptype, _, value = self.unpack(op, source)
+        if fptype in (FPType.SNAN, FPType.QNAN):
+            self.flags |= _IOC
+        integer = math.trunc(value)
+        low, high = (0, 2 ** bits - 1) if unsigned else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+        if not low <= integer <= high:
+            self.flags |= _IOC
+            return min(max(integer, low), high)
+        if integer != value:
+            self.flags |= _IXC
+        return integer
+
+
+HALF_FRACTION = Fraction(1, 2)
+
+
+def _convert_nan(op: int, source: Format, destination: Format) -> int:
+    """``FPConvertNaN``: the sign and the payload below the quiet bit, aligned at the top, with
+    the quiet bit set."""
+    sign = op >> (source.width - 1) & 1
+    payload_bits = source.fraction_bits - 1
+    payload = op & (2 ** payload_bits - 1)
+    shift = destination.fraction_bits - 1 - payload_bits
+    payload = payload << shift if shift >= 0 else payload >> -shift
+    return (sign << (destination.width - 1) | fp_infinity(0, destination)
+            | 1 << (destination.fraction_bits - 1) | payload)

@@ -60,6 +60,13 @@ OP_WEIGHTS: dict[str, float] = {
     "pnext": 0.3, "ptrues": 0.3, "brk": 0.5, "brk_flags": 0.3, "while_cond": 1, "cntp": 0.5,
     "count_scalar": 1, "count_vector": 0.5, "countp_scalar": 0.5, "countp_vector": 0.3,
     "reduce": 1,
+    # streaming-SVE floating point
+    **{f"fp_{name}": 1 for name in ("add", "sub", "mul", "mla", "max", "min", "cmpge",
+                                    "cmpgt", "cmpeq")},
+    **{f"fp_{name}": 0.5 for name in (
+        "mulx", "div", "maxnm", "minnm", "abd", "scale", "sqrt", "abs", "neg", "addv", "maxv",
+        "minv", "maxnmv", "minnmv", "cmpne", "cmpun", "frintn", "frintp", "frintm", "frintz",
+        "frinta", "frintx", "frinti")},
 }
 
 # Floating-point bit patterns worth hitting: zeros, infinities, NaNs (quiet and signalling),

@@ -28,7 +28,8 @@ def execute_program(engine: Engine, words: Sequence[int], x: Sequence[int], sp: 
     """Run straight-line code on an :class:`~zatile.sw.arch.engine.Engine` the way a CPU would.
 
     Operands come from the CPU's registers (``x``, ``sp``); scalar results are written back, and
-    the flags of an instruction that sets them become the CPU's NZCV. Execution continues after
+    the flags of an instruction that sets them become the CPU's NZCV, and the floating-point
+    exceptions an instruction raised are ORed into the engine's FPSR. Execution continues after
     traps and faults, like the model backend.
 
     Returns
@@ -45,5 +46,7 @@ def execute_program(engine: Engine, words: Sequence[int], x: Sequence[int], sp: 
             write_result(word, result.scalar, registers)
             if result.nzcv is not None:
                 nzcv = result.nzcv
+            if result.fpsr_flags:
+                engine.fpsr |= result.fpsr_flags
         results.append(result)
     return results, registers.x, registers.sp, nzcv

@@ -7,7 +7,8 @@ form's operation runs. The handlers work on whole vectors and tiles with numpy, 
 class: :mod:`.sme` (SVCR, ZA moves and loads/stores), :mod:`.outer` (outer products, whose
 floating-point arithmetic is :mod:`zatile.sim.fp`), :mod:`.sve` (streaming SVE), :mod:`.sve_int`
 (streaming-SVE integer arithmetic, logic and shifts), :mod:`.sve_pred` (compares, predicate
-operations, counts and reductions). :mod:`.mapping`
+operations, counts and reductions), :mod:`.sve_fp` (streaming-SVE floating point, on the exact
+reference :mod:`zatile.sim.fpref`). :mod:`.mapping`
 holds the ZA and predicate views they share.
 
 To add an operation: give its forms an ``op`` in the table (:mod:`zatile.sw.arch.isa`) and
@@ -24,6 +25,7 @@ from zatile.sim.model.mapping import active_elements, tile_elements
 from zatile.sim.model.outer import OuterProductOps
 from zatile.sim.model.sme import SmeOps
 from zatile.sim.model.sve import StreamingSveOps
+from zatile.sim.model.sve_fp import FloatingPointVectorOps
 from zatile.sim.model.sve_int import IntegerVectorOps
 from zatile.sim.model.sve_pred import PredicateCountReduceOps
 from zatile.sw.arch.isa import OPS
@@ -32,7 +34,7 @@ __all__ = ["ReferenceModel", "OP_HANDLERS", "tile_elements", "active_elements"]
 
 
 class ReferenceModel(SmeOps, OuterProductOps, StreamingSveOps, IntegerVectorOps,
-                     PredicateCountReduceOps, ModelCore):
+                     PredicateCountReduceOps, FloatingPointVectorOps, ModelCore):
     """Executes instructions of the table on an architectural state.
 
     Parameters

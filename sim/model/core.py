@@ -77,6 +77,9 @@ class ModelCore:
         self._normalized: tuple = ()
         #: NZCV the instruction being executed set, if any (:meth:`_set_flags`).
         self._flags: int | None = None
+        #: FPSR exception bits the instruction being executed raised, if it is a
+        #: floating-point one (:meth:`_raise_fp`).
+        self._fp_flags: int | None = None
 
     @property
     def config(self) -> EngineConfig:
@@ -107,7 +110,7 @@ class ModelCore:
             if not svcr & SVCR_SM:
                 return Result(Status.UNDEF)
         self._normalize_state()
-        self._flags = None
+        self._flags = self._fp_flags = None
         try:
             scalar = self._handlers[form.op](decoded)
         except Fault as fault:
@@ -115,7 +118,11 @@ class ModelCore:
         if (self._flags is None) == (Trait.SETS_FLAGS in form.traits):
             raise RuntimeError(f"{form.name}: the handler of '{form.op}' must set NZCV exactly "
                                f"when the form has Trait.SETS_FLAGS")
-        return Result(Status.OK, scalar=scalar, form=form.name, nzcv=self._flags)
+        if (self._fp_flags is None) == (Trait.FP_FLAGS in form.traits):
+            raise RuntimeError(f"{form.name}: the handler of '{form.op}' must report FPSR flags "
+                               f"exactly when the form has Trait.FP_FLAGS")
+        return Result(Status.OK, scalar=scalar, form=form.name, nzcv=self._flags,
+                      fpsr_flags=self._fp_flags)
 
     def run(self, words: Iterable[int]) -> list[Result]:
         """Execute straight-line code; execution continues after traps and faults."""
@@ -175,6 +182,13 @@ class ModelCore:
     def _set_flags(self, nzcv: int) -> None:
         """Write PSTATE.NZCV (bit 3 N, 2 Z, 1 C, 0 V); the result reports it to the CPU."""
         self.state.nzcv = self._flags = nzcv
+
+    def _raise_fp(self, flags: int) -> None:
+        """OR the cumulative FPSR exception bits ``flags`` (possibly none) into FPSR; the
+        result reports them to the CPU. The engine traps no floating-point exception
+        (docs/isa.md, "Floating-point exceptions")."""
+        self._fp_flags = (self._fp_flags or 0) | flags
+        self.state.fpsr |= flags
 
     def _predicate_test(self, result: np.ndarray, governing: np.ndarray, esize: int) -> None:
         """Set NZCV by ``PredTest``: over the elements of size ``esize`` active in

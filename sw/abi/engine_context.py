@@ -187,6 +187,8 @@ class EngineContextMixin:
             write_result(word, result.scalar, cpu)
             if result.nzcv is not None:          # PSTATE.NZCV is bits 31:28
                 cpu.pstate = cpu.pstate & ~(0xF << 28) | result.nzcv << 28
+            if result.fpsr_flags:                # FPSR is the engine's while it is live
+                self.engine.fpsr |= result.fpsr_flags
             if _has_trait(word, Trait.SVCR_WRITE):
                 self._track_svcr(thread)
             cpu.pc += 4

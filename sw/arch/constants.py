@@ -7,9 +7,10 @@ The register bit masks and trap codes are the Arm ARM's (docs/isa.md, "PSTATE an
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, IntFlag
 
-__all__ = ["MASK64", "SVCR_SM", "SVCR_ZA", "FPCR_FIELDS", "Smtc", "FPSR_RESET_ON_SM_CHANGE"]
+__all__ = ["MASK64", "SVCR_SM", "SVCR_ZA", "FPCR_FIELDS", "Smtc", "FPSR_RESET_ON_SM_CHANGE",
+           "FpsrFlag", "FPSR_CUMULATIVE"]
 
 #: All ones in a 64-bit register.
 MASK64 = (1 << 64) - 1
@@ -41,3 +42,27 @@ class Smtc(IntEnum):
 #: FPSR after ResetSVEState, i.e. after every change of PSTATE.SM: every cumulative exception
 #: bit and QC set (docs/isa.md, "PSTATE and SVCR").
 FPSR_RESET_ON_SM_CHANGE = 0x0800009F
+
+
+class FpsrFlag(IntFlag):
+    """The cumulative floating-point exception bits of FPSR, which an instruction that raises
+    the exception sets and nothing but software clears (docs/isa.md, "Floating-point
+    exceptions")."""
+
+    #: Invalid Operation (a signalling NaN, inf - inf, 0 * inf, a conversion out of range).
+    IOC = 1 << 0
+    #: Divide by Zero.
+    DZC = 1 << 1
+    #: Overflow.
+    OFC = 1 << 2
+    #: Underflow.
+    UFC = 1 << 3
+    #: Inexact.
+    IXC = 1 << 4
+    #: Input Denormal (a denormal input flushed to zero by FPCR.FZ).
+    IDC = 1 << 7
+
+
+#: Every cumulative exception bit of FPSR.
+FPSR_CUMULATIVE = int(FpsrFlag.IOC | FpsrFlag.DZC | FpsrFlag.OFC | FpsrFlag.UFC | FpsrFlag.IXC
+                      | FpsrFlag.IDC)

@@ -63,6 +63,10 @@ class Result:
     nzcv : int or None
         The new PSTATE.NZCV (bit 3 N, 2 Z, 1 C, 0 V) of an instruction that sets the flags
         (``Trait.SETS_FLAGS``), for the CPU to write; None for any other.
+    fpsr_flags : int or None
+        The cumulative FPSR exception bits (:class:`~zatile.sw.arch.constants.FpsrFlag`) a
+        floating-point instruction (``Trait.FP_FLAGS``) raised, 0 when it raised none, for the
+        CPU to OR into FPSR; None for an instruction that raises no floating-point exception.
     """
 
     status: Status
@@ -71,6 +75,7 @@ class Result:
     scalar: int | None = None
     form: str | None = None
     nzcv: int | None = None
+    fpsr_flags: int | None = None
 
 
 class Engine(ABC):

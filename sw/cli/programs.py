@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from zatile.sw.arch.asm import AsmError, assemble, objdump_lines
+from zatile.sw.arch.constants import FpsrFlag
 from zatile.sw.cli.common import (
     CliError, add_command, backend_list, initial_state, output_path, print_json, read_program,
     read_text, read_words, svl, write_bytes,
@@ -69,6 +70,12 @@ def _outcome_json(args, outcome, source: str) -> dict:
     return report
 
 
+def _fpsr_flags_text(fpsr: int) -> str:
+    """`` (IOC IXC)``: the cumulative exception bits set in ``fpsr``, or nothing."""
+    names = [flag.name for flag in FpsrFlag if fpsr & flag]
+    return f" ({' '.join(names)})" if names else ""
+
+
 def _print_outcome(args, outcome, source: str) -> None:
     final = outcome.final
     print(f"{args.program}: {len(outcome.outcomes)} instructions on {args.backend} at SVL "
@@ -78,7 +85,8 @@ def _print_outcome(args, outcome, source: str) -> None:
         detail += f" at 0x{trapped.fault_address:x}" if trapped.fault_address is not None else ""
         print(f"  #{trapped.index} {trapped.text}: {trapped.status}{detail}")
     print(f"SVCR=0x{final.svcr:x} (SM={int(final.sm)} ZA={int(final.za_enabled)}) "
-          f"FPCR=0x{final.fpcr:08x} FPSR=0x{final.fpsr:08x} NZCV={final.nzcv:04b}")
+          f"FPCR=0x{final.fpcr:08x} FPSR=0x{final.fpsr:08x}{_fpsr_flags_text(final.fpsr)} "
+          f"NZCV={final.nzcv:04b}")
     written = written_registers(source, outcome)
     if written:
         print("scalar results: " + ", ".join(f"{name}=0x{value:x} ({value})"

@@ -51,6 +51,9 @@ class Trait(Enum):
     SVCR_WRITE = "svcr_write"
     #: Sets PSTATE.NZCV, which the CPU holds: the engine reports the new flags with the result.
     SETS_FLAGS = "sets_flags"
+    #: Floating-point arithmetic that may raise exceptions: the engine reports the cumulative
+    #: FPSR bits it raised with the result, for the CPU to OR into FPSR.
+    FP_FLAGS = "fp_flags"
 
 
 def signed_offset9(high: int, low: int) -> int:

@@ -22,6 +22,8 @@ appear twice (LDR ZA): the assembler then demands both spellings agree. Kinds:
            register, ``immr``, ``imms``); ``T`` is the encoded element size, at least ``b``
            (``logimmnot<N>``: the immediate inverted, the assembler's ``bic``/``orn``/``eon``)
 ``bitmask<N>`` ``.T, #0x..`` of a logical immediate (DUPM; fields ``immr``, ``imms``)
+``halfone``/``halftwo``/``zeroone`` ``#0.5``/``#1.0``, ``#0.5``/``#2.0``, ``#0.0``/``#1.0``:
+           the floating-point constant a one-bit field selects (FADD ..., #imm)
 =========  ============================================================================
 """
 
@@ -323,6 +325,24 @@ for _n in (0, 1):
 for _bits in (8, 16, 32, 64):
     _KINDS[f"shr{_bits}"] = _shift_kind(_bits, right=True)
     _KINDS[f"shl{_bits}"] = _shift_kind(_bits, right=False)
+
+def _fconst_kind(zero: float, one: float) -> _Kind:
+    """``#zero`` or ``#one``, the constant a one-bit field selects, printed as ``#0.5``."""
+    def parse(groups) -> tuple[int]:
+        try:
+            value = float(groups[0])
+        except ValueError:
+            raise AsmError(f"expected a floating-point constant, found '{groups[0]}'") from None
+        if value not in (zero, one):
+            raise AsmError(f"the immediate must be #{zero} or #{one}, not #{groups[0]}")
+        return (int(value == one),)
+
+    return _Kind(r"#([0-9.e+-]+)", lambda bit: f"#{one if bit else zero}", parse)
+
+
+_KINDS["halfone"] = _fconst_kind(0.5, 1.0)
+_KINDS["halftwo"] = _fconst_kind(0.5, 2.0)
+_KINDS["zeroone"] = _fconst_kind(0.0, 1.0)
 
 _REGISTER_KINDS = ("x", "w", "xsp", "wsp", "w12")
 _PLACEHOLDER = re.compile(r"\{([a-z0-9_+]+):([a-z0-9]+)\}")
