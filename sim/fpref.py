@@ -141,6 +141,9 @@ class FPRounding(enum.Enum):
     ZERO = 3
     #: Not an FPCR mode: FRINTA (``FPRoundInt`` only).
     TIEAWAY = 4
+    #: Not an FPCR mode: round to odd, FCVTX (``FPRoundBase`` only): truncate, then set the
+    #: lowest fraction bit of an inexact result.
+    ODD = 5
 
 
 @dataclass(frozen=True)
@@ -628,6 +631,8 @@ class FPArith:
             round_up, overflow_to_inf = error != 0 and sign == 1, sign == 1
         else:
             round_up = overflow_to_inf = False
+        if rounding is FPRounding.ODD and error != 0:
+            int_mant |= 1
         if round_up:
             int_mant += 1
             if int_mant == 2 ** F:
@@ -864,14 +869,17 @@ class FPArith:
         return result
 
     # ------------------------------------------------------------------ conversions
-    def convert(self, op: int, source: Format, destination: Format) -> int:
-        """``FPConvert`` between half, single and double precision (FCVT), FPCR rounding.
+    def convert(self, op: int, source: Format, destination: Format,
+                rounding: FPRounding | None = None, sve: bool = False) -> int:
+        """``FPConvert`` between half, single and double precision (FCVT): FPCR rounding unless
+        ``rounding`` is given (FCVTX: :attr:`FPRounding.ODD`).
 
         Half precision is neither flushed on input nor on output (``FPUnpackCV``,
         ``FPRoundCV``); FZ flushes the others. FPCR.AHP selects the alternative half-precision
-        format for a half-precision source or destination.
+        format for a half-precision source or destination, except for ``sve``
+        (``FPConvertSVE`` clears AHP: the SVE conversions are always IEEE).
         """
-        ahp = bool(self.fpcr & FPCR_AHP)
+        ahp = not sve and bool(self.fpcr & FPCR_AHP)
         if source.width == 16 and ahp:
             fptype, sign, value = self._unpack_ahp(op)
         else:
@@ -894,8 +902,8 @@ class FPArith:
         if fptype is FPType.ZERO:
             return fp_zero(sign, destination)
         if alternative:
-            return self.round(value, FP16, flush=False, alternative=True)
-        return self.round(value, destination, flush=destination.width != 16
+            return self.round(value, FP16, rounding, flush=False, alternative=True)
+        return self.round(value, destination, rounding, flush=destination.width != 16
                           and self._flush(destination))
 
     def _unpack_ahp(self, op: int) -> tuple[FPType, int, Fraction]:
@@ -933,10 +941,12 @@ class FPArith:
         """``FPToFixed`` with no fraction bits, rounding toward zero (FCVTZS/FCVTZU): a NaN
         gives 0, an out-of-range value saturates; both are Invalid Operation, and only an
         in-range inexact result is Inexact. Returns the integer (negative when signed)."""
-        fptype, _, value = self.unpack(op, source)
+        fptype, sign, value = self.unpack(op, source)
         if fptype in (FPType.SNAN, FPType.QNAN):
             self.flags |= _IOC
-        integer = math.trunc(value)
+        # The pseudocode's infinity is 2^1000000, beyond every integer width; unpack's
+        # 2^(2^E) is not beyond 64 bits for half precision.
+        integer = (-1) ** sign * 2 ** 128 if fptype is FPType.INFINITY else math.trunc(value)
         low, high = (0, 2 ** bits - 1) if unsigned else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
         if not low <= integer <= high:
             self.flags |= _IOC
