@@ -62,7 +62,8 @@ OP_WEIGHTS: dict[str, float] = {
         "mulx", "div", "maxnm", "minnm", "abd", "scale", "sqrt", "abs", "neg", "addv", "maxv",
         "minv", "maxnmv", "minnmv", "cmpne", "cmpun", "frintn", "frintp", "frintm", "frintz",
         "frinta", "frintx", "frinti", "fcvt", "bfcvt", "fcvtx", "fcvtnt", "fcvtlt", "bfcvtnt",
-        "fcvtxnt", "scvtf", "ucvtf", "fcvtzs", "fcvtzu", "dup_imm", "cpy_imm")},
+        "fcvtxnt", "scvtf", "ucvtf", "fcvtzs", "fcvtzu", "dup_imm", "cpy_imm", "recpe", "rsqrte",
+        "recps", "rsqrts", "recpx")},
 }
 
 # Floating-point bit patterns worth hitting: zeros, infinities, NaNs (quiet and signalling),

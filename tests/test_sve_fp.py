@@ -21,7 +21,8 @@ import random
 import numpy as np
 import pytest
 
-from zatile.sim.fpref import BF16, FP16, FP32, FP64, FPArith, FPRounding
+from zatile.sim.fpref import (BF16, FP16, FP32, FP64, FPArith, FPRounding, recip_estimate_table,
+                              rsqrt_estimate_table)
 from zatile.sim.model import ReferenceModel
 from zatile.sim.progen import OP_WEIGHTS, generate_program
 from zatile.sim.state import ArchState
@@ -107,6 +108,31 @@ def _run(method: str, *args, fpcr: int = 0):
     ("to_integer", (0xBF000000, FP32, 32, True), 0, 0, IXC),      # -0.5 -> 0 is in range
     ("to_integer", (0x7C00, FP16, 64, False), 0, 2 ** 63 - 1, IOC),   # half inf is beyond 2^64
     ("to_integer", (0xFC00, FP16, 64, True), 0, 0, IOC),
+    ("recip_estimate", (ONE, FP32), 0, 0x3F7F8000, 0),           # 511/512: table entry 256
+    ("recip_estimate", (TWO, FP32), 0, 0x3EFF8000, 0),
+    ("recip_estimate", (0x00400000, FP32), 0, 0x7EFF8000, 0),     # 2^-127 (denormal): 2^127
+    ("recip_estimate", (0x80000001, FP32), 0, INF | 1 << 31, OFC | IXC),   # below 2^-128
+    ("recip_estimate", (0x80000001, FP32), 3 << 22, MAX | 1 << 31, OFC | IXC),
+    ("recip_estimate", (0x7E800000, FP32), FZ, 0, UFC),           # 2^126 with FZ: flushed
+    ("recip_estimate", (0x7E800000, FP32), 0, 0x007FC000, 0),     # ... else a denormal
+    ("recip_estimate", (0, FP32), 0, INF, DZC),
+    ("recip_estimate", (0x3C00, FP16), 0, 0x3BFC, 0),
+    ("rsqrt_estimate", (ONE, FP32), 0, 0x3F7F8000, 0),            # odd exponent: 0.25 scale
+    ("rsqrt_estimate", (TWO, FP32), 0, 0x3F348000, 0),            # 361/512 ~ 1/sqrt(2)
+    ("rsqrt_estimate", (0x40800000, FP32), 0, 0x3EFF8000, 0),     # 4.0
+    ("rsqrt_estimate", (0xBF800000, FP32), 0, 0x7FC00000, IOC),   # negative
+    ("rsqrt_estimate", (0x80000000, FP32), 0, INF | 1 << 31, DZC),    # -0
+    ("rsqrt_estimate", (1, FP32), 0, 0x64B48000, 0),              # 2^-149: 2^74.5
+    ("recip_step", (0x3FC00000, 0x3F000000, FP32), 0, 0x3FA00000, 0),  # 2 - 1.5 * 0.5
+    ("recip_step", (INF, 0, FP32), 0, TWO, 0),                    # inf * 0: 2.0, valid
+    ("recip_step", (QNAN, ONE, FP32), 0, QNAN | 1 << 31, 0),      # op1 negated, NaN too
+    ("rsqrt_step", (ONE, ONE, FP32), 0, ONE, 0),                  # (3 - 1) / 2
+    ("rsqrt_step", (0, INF, FP32), 0, 0x3FC00000, 0),             # inf * 0: 1.5
+    ("rsqrt_step", (0x40400000, ONE, FP32), 2 << 22, 0x80000000, 0),  # exact 0 toward -inf
+    ("recip_exponent", (0x3FC00000, FP32), 0, TWO, 0),            # exponent inverted
+    ("recip_exponent", (0x00000001, FP32), FZ, 0x7F000000, IDC),  # denormal: max exponent
+    ("recip_exponent", (INF | 1 << 31, FP32), 0, 0x80000000, 0),
+    ("recip_exponent", (SNAN, FP32), 0, 0x7FC00001, IOC),
     ("scale", (ONE, 2 ** 62, FP32), 0, INF, OFC | IXC),
     ("scale", (ONE, -149, FP32), 0, 1, 0),
 ])
@@ -434,3 +460,34 @@ def test_fmov_immediates_expand_imm8_and_print_as_objdump_does():
     assert disassemble(assemble("fmov z3.s, #0.0")[0]) == "mov\tz3.s, #0"   # DUP #0
     with pytest.raises(AsmError, match="8-bit floating-point immediate"):
         assemble("fmov z3.s, #0.1")
+
+
+def test_estimate_tables_are_the_pseudocodes():
+    """RecipEstimate and RecipSqrtEstimate at their ends and against the exact values: each
+    entry is the reciprocal (square root) of the middle of its input step, to 1/256."""
+    assert (recip_estimate_table(256), recip_estimate_table(511)) == (511, 256)
+    assert (rsqrt_estimate_table(128), rsqrt_estimate_table(511)) == (511, 256)
+    for a in range(256, 512):
+        assert abs(recip_estimate_table(a) / 256 - 512 / (a + 0.5)) <= 1 / 512, a
+    for a in range(128, 512):
+        middle = (a + 0.5) / 512 if a < 256 else (a // 2 * 2 + 1) / 512
+        assert abs(rsqrt_estimate_table(a) / 256 - middle ** -0.5) <= 1 / 512, a
+    with pytest.raises(ValueError, match="not 512"):
+        recip_estimate_table(512)
+
+
+def test_estimates_are_unpredicated_and_frecpx_merges():
+    v = Vectors()
+    v.set(1, 4, [ONE, TWO, 0x40800000, 0])
+    result = v.run("frecpe z0.s, z1.s")
+    _assert_lanes(v, 0, 4, [0x3F7F8000, 0x3EFF8000, 0x3E7F8000, INF])
+    assert result.fpsr_flags == DZC
+    v.run("frsqrte z0.s, z1.s")
+    _assert_lanes(v, 0, 4, [0x3F7F8000, 0x3F348000, 0x3EFF8000, INF])
+    v.set(2, 4, [0x3F7F8000] * 4)
+    v.run("frecps z3.s, z1.s, z2.s")                      # Newton-Raphson step: 2 - x * e
+    assert v.get(3, 4)[0] == 0x3F804000                   # 2 - 0.998046875 = 1.001953125
+    v.set(0, 4, [0x11111111] * 4)
+    v.predicate(0, 4, [0, 1, 1, 0])
+    v.run("frecpx z0.s, p0/m, z1.s")
+    _assert_lanes(v, 0, 4, [0x11111111, ONE, 0x3F000000, 0x11111111])     # 2 -> 1, 4 -> 0.5

@@ -1,5 +1,5 @@
 """Streaming-SVE floating-point operations of the model: arithmetic, multiply-add, rounding,
-comparisons, reductions, conversions and immediate moves.
+comparisons, reductions, reciprocal estimates and steps, conversions and immediate moves.
 
 Every operation applies the exact reference (:class:`zatile.sim.fpref.FPArith`, the Arm
 pseudocode under the current FPCR) to each active element, in element order, and reports the
@@ -61,6 +61,8 @@ BINARY = {
     # FPAbs clears the sign of a NaN result too (FPCR.AH = 0).
     "fp_abd": lambda arith, a, b, fmt: arith.add(a, b, fmt, subtract=True) & ~_sign_bit(fmt),
     "fp_scale": lambda arith, a, b, fmt: arith.scale(a, _scale_operand(b, fmt), fmt),
+    "fp_recps": lambda arith, a, b, fmt: arith.recip_step(a, b, fmt),
+    "fp_rsqrts": lambda arith, a, b, fmt: arith.rsqrt_step(a, b, fmt),
 }
 
 #: Reductions: operation -> (function(arith, left, right, format), identity(format)) for the
@@ -145,6 +147,18 @@ class FloatingPointVectorOps:
 
     def _op_fp_sqrt(self, decoded: Decoded) -> None:
         self._fp_unary(decoded, lambda arith, a, fmt: arith.sqrt(a, fmt))
+
+    def _op_fp_recpe(self, decoded: Decoded) -> None:
+        """FRECPE: the 8-bit table estimate of 1/x, every element (unpredicated)."""
+        self._fp_unary(decoded, lambda arith, a, fmt: arith.recip_estimate(a, fmt))
+
+    def _op_fp_rsqrte(self, decoded: Decoded) -> None:
+        """FRSQRTE: the 8-bit table estimate of 1/sqrt(x), every element (unpredicated)."""
+        self._fp_unary(decoded, lambda arith, a, fmt: arith.rsqrt_estimate(a, fmt))
+
+    def _op_fp_recpx(self, decoded: Decoded) -> None:
+        """FRECPX: the exponent inverted (merging)."""
+        self._fp_unary(decoded, lambda arith, a, fmt: arith.recip_exponent(a, fmt))
 
     def _fp_frint(self, decoded: Decoded, operation: str) -> None:
         """FRINT<x>: the rounding the form names, or FPCR's (FRINTI, FRINTX)."""

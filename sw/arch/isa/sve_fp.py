@@ -1,5 +1,6 @@
 """The streaming-SVE floating-point forms of the table: arithmetic, multiply-add, rounding,
-comparisons and reductions on half, single and double precision.
+comparisons, reductions, reciprocal estimates and steps, conversions and immediate moves on
+half, single and double precision.
 
 Declared from tables, one row per instruction and one form per element size (docs/isa.md,
 "Streaming SVE floating point"). An operation (``fp_add``, ``fp_mla``, ...) is the arithmetic
@@ -34,7 +35,7 @@ __all__ = ["TITLE", "FORMS", "IMMEDIATE_CONSTANTS", "CONDITIONS", "FRINT_SUFFIXE
 
 #: The class of instructions this module declares (README, "The instruction subset").
 TITLE = ("streaming SVE: floating-point arithmetic, rounding, comparisons, reductions, "
-         "conversions and immediates")
+         "estimates, conversions and immediates")
 
 #: The comparison conditions (``fp_cmp<condition>``): ``un`` is unordered (FCMUO).
 CONDITIONS = ("eq", "ne", "ge", "gt", "un")
@@ -47,6 +48,7 @@ _FLAG_OPS = ("fp_add", "fp_sub", "fp_mul", "fp_mulx", "fp_div", "fp_max", "fp_mi
                  f"fp_{mnemonic}" for mnemonic in ("fcvt", "bfcvt", "fcvtx", "fcvtnt", "fcvtlt",
                                                    "bfcvtnt", "fcvtxnt", "scvtf", "ucvtf",
                                                    "fcvtzs", "fcvtzu")),
+             "fp_recpe", "fp_rsqrte", "fp_recps", "fp_rsqrts", "fp_recpx",
              *(f"fp_cmp{condition}" for condition in CONDITIONS))
 forms = FormList({op: {Trait.FP_FLAGS} for op in _FLAG_OPS})
 
@@ -99,7 +101,11 @@ _IMMEDIATE = (
 )
 
 #: Unpredicated ``Zd, Zn, Zm``: mnemonic, opc (bits 12:10), operation.
-_UNPREDICATED = (("fadd", 0, "fp_add"), ("fsub", 1, "fp_sub"), ("fmul", 2, "fp_mul"))
+_UNPREDICATED = (("fadd", 0, "fp_add"), ("fsub", 1, "fp_sub"), ("fmul", 2, "fp_mul"),
+                 ("frecps", 6, "fp_recps"), ("frsqrts", 7, "fp_rsqrts"))
+
+#: Unpredicated estimates ``Zd, Zn``: mnemonic, fixed bits (size 0), operation.
+_ESTIMATES = (("frecpe", 0x650E3000, "fp_recpe"), ("frsqrte", 0x650F3000, "fp_rsqrte"))
 
 #: Multiply-add: mnemonic, opc (bits 15:13), negate the product, negate the addend.
 _MULTIPLY_ADD = (
@@ -117,6 +123,7 @@ _UNARY = (
     ("fsqrt", 0x650DA000, "fp_sqrt", {}),
     ("fabs", 0x041CA000, "fp_abs", {}),
     ("fneg", 0x041DA000, "fp_neg", {}),
+    ("frecpx", 0x650CA000, "fp_recpx", {}),
 )
 
 #: Compares of two vectors ``Pd, Pg/Z, Zn, Zm``: mnemonic, fixed bits (size 0), condition,
@@ -186,6 +193,10 @@ def _define() -> None:
             _add(f"{mnemonic.upper()}_ZZZ", mnemonic, 0x65000000 | opc << 10,
                  [_ZM_HIGH, _ZN, _ZD],
                  f"{_z('zd', letter)}, {_z('zn', letter)}, {_z('zm', letter)}", op, letter)
+    for mnemonic, value, op in _ESTIMATES:
+        for letter in _FP_SIZES:
+            _add(mnemonic.upper(), mnemonic, value, [_ZN, _ZD],
+                 f"{_z('zd', letter)}, {_z('zn', letter)}", op, letter)
     for mnemonic, opc, negate_product, negate_addend in _MULTIPLY_ADD:
         mad = opc >= 4
         for letter in _FP_SIZES:
