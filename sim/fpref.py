@@ -20,7 +20,8 @@ raise no exceptions, so the exception side of the pseudocode is left out and eve
 the default NaN (docs/isa.md, "FP rules").
 
 :class:`FPArith` is the other half: the SVE operations (``FPAdd``, ``FPMulAdd``, ``FPDiv``,
-``FPSqrt``, ``FPMax``, ``FPRoundInt``, ``FPConvert``, ``FixedToFP``, ``FPToFixed``, the
+``FPSqrt``, ``FPMax``, ``FPRoundInt``, ``FPConvert``, ``FixedToFP``, ``FPToFixed``,
+``FPRecipEstimate``, ``FPRSqrtEstimate``, the step functions, ``FPRecpX``, the
 comparisons, ...) with FPCR.DN honoured, NaN payloads propagated and every exception
 ``FPProcessException`` raises collected as FPSR cumulative bits (docs/isa.md, "Floating-point
 exceptions"). Division and square root are not dyadic, so it computes over
@@ -32,6 +33,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from fractions import Fraction
 
 __all__ = [
@@ -48,6 +50,8 @@ __all__ = [
     "fmla_f32",
     "fmla_f64",
     "fpcr_rounding",
+    "recip_estimate_table",
+    "rsqrt_estimate_table",
     "special_values",
 ]
 
@@ -141,6 +145,9 @@ class FPRounding(enum.Enum):
     ZERO = 3
     #: Not an FPCR mode: FRINTA (``FPRoundInt`` only).
     TIEAWAY = 4
+    #: Not an FPCR mode: round to odd, FCVTX (``FPRoundBase`` only): truncate, then set the
+    #: lowest fraction bit of an inexact result.
+    ODD = 5
 
 
 @dataclass(frozen=True)
@@ -628,6 +635,8 @@ class FPArith:
             round_up, overflow_to_inf = error != 0 and sign == 1, sign == 1
         else:
             round_up = overflow_to_inf = False
+        if rounding is FPRounding.ODD and error != 0:
+            int_mant |= 1
         if round_up:
             int_mant += 1
             if int_mant == 2 ** F:
@@ -864,14 +873,17 @@ class FPArith:
         return result
 
     # ------------------------------------------------------------------ conversions
-    def convert(self, op: int, source: Format, destination: Format) -> int:
-        """``FPConvert`` between half, single and double precision (FCVT), FPCR rounding.
+    def convert(self, op: int, source: Format, destination: Format,
+                rounding: FPRounding | None = None, sve: bool = False) -> int:
+        """``FPConvert`` between half, single and double precision (FCVT): FPCR rounding unless
+        ``rounding`` is given (FCVTX: :attr:`FPRounding.ODD`).
 
         Half precision is neither flushed on input nor on output (``FPUnpackCV``,
         ``FPRoundCV``); FZ flushes the others. FPCR.AHP selects the alternative half-precision
-        format for a half-precision source or destination.
+        format for a half-precision source or destination, except for ``sve``
+        (``FPConvertSVE`` clears AHP: the SVE conversions are always IEEE).
         """
-        ahp = bool(self.fpcr & FPCR_AHP)
+        ahp = not sve and bool(self.fpcr & FPCR_AHP)
         if source.width == 16 and ahp:
             fptype, sign, value = self._unpack_ahp(op)
         else:
@@ -894,8 +906,8 @@ class FPArith:
         if fptype is FPType.ZERO:
             return fp_zero(sign, destination)
         if alternative:
-            return self.round(value, FP16, flush=False, alternative=True)
-        return self.round(value, destination, flush=destination.width != 16
+            return self.round(value, FP16, rounding, flush=False, alternative=True)
+        return self.round(value, destination, rounding, flush=destination.width != 16
                           and self._flush(destination))
 
     def _unpack_ahp(self, op: int) -> tuple[FPType, int, Fraction]:
@@ -933,10 +945,12 @@ class FPArith:
         """``FPToFixed`` with no fraction bits, rounding toward zero (FCVTZS/FCVTZU): a NaN
         gives 0, an out-of-range value saturates; both are Invalid Operation, and only an
         in-range inexact result is Inexact. Returns the integer (negative when signed)."""
-        fptype, _, value = self.unpack(op, source)
+        fptype, sign, value = self.unpack(op, source)
         if fptype in (FPType.SNAN, FPType.QNAN):
             self.flags |= _IOC
-        integer = math.trunc(value)
+        # The pseudocode's infinity is 2^1000000, beyond every integer width; unpack's
+        # 2^(2^E) is not beyond 64 bits for half precision.
+        integer = (-1) ** sign * 2 ** 128 if fptype is FPType.INFINITY else math.trunc(value)
         low, high = (0, 2 ** bits - 1) if unsigned else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
         if not low <= integer <= high:
             self.flags |= _IOC
@@ -944,6 +958,131 @@ class FPArith:
         if integer != value:
             self.flags |= _IXC
         return integer
+
+    # ------------------------------------------------------------------ estimates and steps
+    def _estimate_input(self, op: int, fmt: Format) -> tuple[int, int]:
+        """The biased exponent and the fraction as 52 bits, as the estimate functions take
+        them apart."""
+        exp = op >> fmt.fraction_bits & (2 ** fmt.exponent_bits - 1)
+        fraction = (op & (2 ** fmt.fraction_bits - 1)) << (52 - fmt.fraction_bits)
+        return exp, fraction
+
+    def recip_estimate(self, op: int, fmt: Format) -> int:
+        """``FPRecipEstimate`` (FRECPE) with ``RecipEstimate``'s 8-bit table, FEAT_RPRES off."""
+        fptype, sign, value = self.unpack(op, fmt)
+        if fptype in (FPType.SNAN, FPType.QNAN):
+            return self.process_nan(fptype, op, fmt)
+        if fptype is FPType.INFINITY:
+            return fp_zero(sign, fmt)
+        if fptype is FPType.ZERO:
+            self.flags |= _DZC
+            return fp_infinity(sign, fmt)
+        if abs(value) < Fraction(2) ** -(2 ** (fmt.exponent_bits - 1)):
+            rounding = self.rounding
+            overflow_to_inf = {FPRounding.TIEEVEN: True, FPRounding.POSINF: sign == 0,
+                               FPRounding.NEGINF: sign == 1, FPRounding.ZERO: False}[rounding]
+            self.flags |= _OFC | _IXC
+            return fp_infinity(sign, fmt) if overflow_to_inf else fp_max_normal(sign, fmt)
+        if self._flush(fmt) and abs(value) >= Fraction(2) ** (fmt.bias - 1):
+            self.flags |= _UFC
+            return fp_zero(sign, fmt)
+        exp, fraction = self._estimate_input(op, fmt)
+        if exp == 0:
+            if fraction >> 51 == 0:
+                exp, fraction = -1, fraction << 2 & (2 ** 52 - 1)
+            else:
+                fraction = fraction << 1 & (2 ** 52 - 1)
+        estimate = recip_estimate_table(256 | fraction >> 44)
+        result_exp = 2 * fmt.bias - 1 - exp
+        fraction = (estimate & 0xFF) << 44
+        if result_exp == 0:
+            fraction = 1 << 51 | fraction >> 1
+        elif result_exp == -1:
+            fraction, result_exp = 1 << 50 | fraction >> 2, 0
+        return (sign << (fmt.width - 1) | result_exp << fmt.fraction_bits
+                | fraction >> (52 - fmt.fraction_bits))
+
+    def rsqrt_estimate(self, op: int, fmt: Format) -> int:
+        """``FPRSqrtEstimate`` (FRSQRTE) with ``RecipSqrtEstimate``'s table, FEAT_RPRES off."""
+        fptype, sign, _ = self.unpack(op, fmt)
+        if fptype in (FPType.SNAN, FPType.QNAN):
+            return self.process_nan(fptype, op, fmt)
+        if fptype is FPType.ZERO:
+            self.flags |= _DZC
+            return fp_infinity(sign, fmt)
+        if sign:
+            return self._default_nan(fmt)
+        if fptype is FPType.INFINITY:
+            return fp_zero(0, fmt)
+        exp, fraction = self._estimate_input(op, fmt)
+        if exp == 0:
+            while fraction >> 51 == 0:
+                fraction, exp = fraction << 1, exp - 1
+            fraction = fraction << 1 & (2 ** 52 - 1)
+        scaled = 256 | fraction >> 44 if exp % 2 == 0 else 128 | fraction >> 45
+        result_exp = (3 * fmt.bias - 1 - exp) // 2
+        estimate = rsqrt_estimate_table(scaled)
+        return result_exp << fmt.fraction_bits | (estimate & 0xFF) << (fmt.fraction_bits - 8)
+
+    def _step(self, op1: int, op2: int, fmt: Format, constant: Fraction, halve: bool) -> int:
+        """``FPRecipStepFused`` / ``FPRSqrtStepFused``: (constant - op1·op2) [/ 2] with one
+        rounding; op1 is negated first (FPNeg, a NaN's sign too); inf·0 gives the constant."""
+        op1 ^= 1 << (fmt.width - 1)
+        type1, sign1, value1 = self.unpack(op1, fmt)
+        type2, sign2, value2 = self.unpack(op2, fmt)
+        nan = self.process_nans(((type1, op1), (type2, op2)), fmt)
+        if nan is not None:
+            return nan
+        inf1, inf2 = type1 is FPType.INFINITY, type2 is FPType.INFINITY
+        zero1, zero2 = type1 is FPType.ZERO, type2 is FPType.ZERO
+        if (inf1 and zero2) or (zero1 and inf2):
+            return self.round(constant / 2 if halve else constant, fmt)
+        if inf1 or inf2:
+            return fp_infinity(sign1 ^ sign2, fmt)
+        value = constant + value1 * value2
+        return self._zero_or_round(value / 2 if halve else value, fmt)
+
+    def recip_step(self, op1: int, op2: int, fmt: Format) -> int:
+        """``FPRecipStepFused`` (FRECPS): 2 - op1·op2."""
+        return self._step(op1, op2, fmt, Fraction(2), halve=False)
+
+    def rsqrt_step(self, op1: int, op2: int, fmt: Format) -> int:
+        """``FPRSqrtStepFused`` (FRSQRTS): (3 - op1·op2) / 2."""
+        return self._step(op1, op2, fmt, Fraction(3), halve=True)
+
+    def recip_exponent(self, op: int, fmt: Format) -> int:
+        """``FPRecpX`` (FRECPX): the sign, the inverted exponent (the largest normal exponent
+        for zeros and denormals) and a zero fraction; a NaN is processed."""
+        fptype, sign, _ = self.unpack(op, fmt)
+        if fptype in (FPType.SNAN, FPType.QNAN):
+            return self.process_nan(fptype, op, fmt)
+        exp = op >> fmt.fraction_bits & (2 ** fmt.exponent_bits - 1)
+        result_exp = 2 ** fmt.exponent_bits - 2 if exp == 0 \
+            else exp ^ (2 ** fmt.exponent_bits - 1)
+        return sign << (fmt.width - 1) | result_exp << fmt.fraction_bits
+
+
+@lru_cache(maxsize=None)
+def recip_estimate_table(a: int) -> int:
+    """``RecipEstimate``: 256 <= a < 512 stands for a/512 in [0.5, 1); the result, 256-511,
+    is its reciprocal in units of 1/256, rounded to nearest."""
+    if not 256 <= a < 512:
+        raise ValueError(f"RecipEstimate takes 256-511, not {a}")
+    b = 2 ** 19 // (a * 2 + 1)
+    return (b + 1) // 2
+
+
+@lru_cache(maxsize=None)
+def rsqrt_estimate_table(a: int) -> int:
+    """``RecipSqrtEstimate``: 128 <= a < 512 stands for a/512 in [0.25, 1); the result,
+    256-511, is its reciprocal square root in units of 1/256, rounded to nearest."""
+    if not 128 <= a < 512:
+        raise ValueError(f"RecipSqrtEstimate takes 128-511, not {a}")
+    a = a * 2 + 1 if a < 256 else (a >> 1 << 1) + 1 << 1
+    b = 512
+    while a * (b + 1) * (b + 1) < 2 ** 28:
+        b += 1
+    return (b + 1) // 2
 
 
 HALF_FRACTION = Fraction(1, 2)

@@ -66,7 +66,9 @@ OP_WEIGHTS: dict[str, float] = {
     **{f"fp_{name}": 0.5 for name in (
         "mulx", "div", "maxnm", "minnm", "abd", "scale", "sqrt", "abs", "neg", "addv", "maxv",
         "minv", "maxnmv", "minnmv", "cmpne", "cmpun", "frintn", "frintp", "frintm", "frintz",
-        "frinta", "frintx", "frinti")},
+        "frinta", "frintx", "frinti", "fcvt", "bfcvt", "fcvtx", "fcvtnt", "fcvtlt", "bfcvtnt",
+        "fcvtxnt", "scvtf", "ucvtf", "fcvtzs", "fcvtzu", "dup_imm", "cpy_imm", "recpe", "rsqrte",
+        "recps", "rsqrts", "recpx")},
 }
 
 # Floating-point bit patterns worth hitting: zeros, infinities, NaNs (quiet and signalling),

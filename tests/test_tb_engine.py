@@ -207,10 +207,13 @@ RTL_PENDING = ("int_add", "int_sub", "int_smax", "int_umax", "int_smin", "int_um
                "countp_scalar", "countp_vector", "reduce",
                "fp_add", "fp_sub", "fp_mul", "fp_maxnm",
                "fp_minnm", "fp_max", "fp_min", "fp_abd", "fp_scale", "fp_mulx", "fp_div",
-               "fp_mla", "fp_frintn", "fp_frintp", "fp_frintm", "fp_frintz", "fp_frinta",
-               "fp_frintx", "fp_frinti", "fp_sqrt", "fp_abs", "fp_neg", "fp_cmpge", "fp_cmpgt",
-               "fp_cmpeq", "fp_cmpne", "fp_cmpun", "fp_addv", "fp_maxnmv", "fp_minnmv",
-               "fp_maxv", "fp_minv")
+               "fp_recps", "fp_rsqrts", "fp_recpe", "fp_rsqrte", "fp_mla", "fp_frintn",
+               "fp_frintp", "fp_frintm", "fp_frintz", "fp_frinta", "fp_frintx", "fp_frinti",
+               "fp_sqrt", "fp_abs", "fp_neg", "fp_recpx", "fp_cmpge", "fp_cmpgt", "fp_cmpeq",
+               "fp_cmpne", "fp_cmpun", "fp_addv", "fp_maxnmv", "fp_minnmv", "fp_maxv",
+               "fp_minv", "fp_fcvt", "fp_bfcvt", "fp_fcvtx", "fp_fcvtnt", "fp_fcvtlt",
+               "fp_bfcvtnt", "fp_fcvtxnt", "fp_scvtf", "fp_fcvtzs", "fp_ucvtf", "fp_fcvtzu",
+               "fp_dup_imm", "fp_cpy_imm")
 
 
 def test_the_operations_the_rtl_does_not_perform_yet_are_listed():

@@ -1,5 +1,5 @@
 """Streaming-SVE floating-point operations of the model: arithmetic, multiply-add, rounding,
-comparisons and reductions.
+comparisons, reductions, reciprocal estimates and steps, conversions and immediate moves.
 
 Every operation applies the exact reference (:class:`zatile.sim.fpref.FPArith`, the Arm
 pseudocode under the current FPCR) to each active element, in element order, and reports the
@@ -15,7 +15,9 @@ import numpy as np
 from zatile.sim.fpref import FP16, FP32, FP64, FPArith, FPRounding, Format
 from zatile.sim.model.mapping import UNSIGNED
 from zatile.sw.arch.isa import Decoded
-from zatile.sw.arch.isa.sve_fp import CONDITIONS, FRINT_SUFFIXES, IMMEDIATE_CONSTANTS
+from zatile.sw.arch.pseudocode import vfp_expand_imm
+from zatile.sw.arch.isa.sve_fp import (CONDITIONS, FRINT_SUFFIXES, IMMEDIATE_CONSTANTS,
+                                        conversion_sizes)
 
 __all__ = ["FloatingPointVectorOps", "FORMATS"]
 
@@ -59,6 +61,8 @@ BINARY = {
     # FPAbs clears the sign of a NaN result too (FPCR.AH = 0).
     "fp_abd": lambda arith, a, b, fmt: arith.add(a, b, fmt, subtract=True) & ~_sign_bit(fmt),
     "fp_scale": lambda arith, a, b, fmt: arith.scale(a, _scale_operand(b, fmt), fmt),
+    "fp_recps": lambda arith, a, b, fmt: arith.recip_step(a, b, fmt),
+    "fp_rsqrts": lambda arith, a, b, fmt: arith.rsqrt_step(a, b, fmt),
 }
 
 #: Reductions: operation -> (function(arith, left, right, format), identity(format)) for the
@@ -144,6 +148,18 @@ class FloatingPointVectorOps:
     def _op_fp_sqrt(self, decoded: Decoded) -> None:
         self._fp_unary(decoded, lambda arith, a, fmt: arith.sqrt(a, fmt))
 
+    def _op_fp_recpe(self, decoded: Decoded) -> None:
+        """FRECPE: the 8-bit table estimate of 1/x, every element (unpredicated)."""
+        self._fp_unary(decoded, lambda arith, a, fmt: arith.recip_estimate(a, fmt))
+
+    def _op_fp_rsqrte(self, decoded: Decoded) -> None:
+        """FRSQRTE: the 8-bit table estimate of 1/sqrt(x), every element (unpredicated)."""
+        self._fp_unary(decoded, lambda arith, a, fmt: arith.rsqrt_estimate(a, fmt))
+
+    def _op_fp_recpx(self, decoded: Decoded) -> None:
+        """FRECPX: the exponent inverted (merging)."""
+        self._fp_unary(decoded, lambda arith, a, fmt: arith.recip_exponent(a, fmt))
+
     def _fp_frint(self, decoded: Decoded, operation: str) -> None:
         """FRINT<x>: the rounding the form names, or FPCR's (FRINTI, FRINTX)."""
         rounding, exact = _FRINT[operation[-1]]
@@ -213,6 +229,110 @@ class FloatingPointVectorOps:
         result[0] = reduce(values)
         self.state.z[decoded["vd"]] = result.view(np.uint8)
         self._raise_fp(arith.flags)
+
+    # ------------------------------------------------------------------ conversions
+    def _fp_convert(self, decoded: Decoded, function) -> None:
+        """Zd[e] = function(arith, the low source-size bytes of Zn[e]) for active elements of
+        ``esize`` bytes, the result zero-extended (docs/isa.md, "Streaming SVE floating
+        point"); inactive elements keep Zd."""
+        esize = decoded.form.params["esize"]
+        source_mask = (1 << 8 * conversion_sizes(decoded.form.params)[0]) - 1
+        container_mask = (1 << 8 * esize) - 1
+        arith = FPArith(self.state.fpcr)
+        self._fp_elementwise(decoded, decoded["zd"], (self._fp_lanes(decoded["zn"], esize),),
+                             lambda a: function(arith, a & source_mask) & container_mask,
+                             arith)
+
+    def _fp_formats(self, decoded: Decoded) -> tuple[Format, Format]:
+        source, result = conversion_sizes(decoded.form.params)
+        return FORMATS[source], FORMATS[result]
+
+    def _op_fp_fcvt(self, decoded: Decoded) -> None:
+        """FCVT: ``FPConvertSVE``, which ignores FPCR.AHP."""
+        source, destination = self._fp_formats(decoded)
+        self._fp_convert(decoded, lambda arith, a: arith.convert(a, source, destination,
+                                                                 sve=True))
+
+    def _op_fp_fcvtx(self, decoded: Decoded) -> None:
+        """FCVTX: double to single rounding to odd."""
+        self._fp_convert(decoded, lambda arith, a: arith.convert(a, FP64, FP32,
+                                                                 FPRounding.ODD, sve=True))
+
+    def _op_fp_bfcvt(self, decoded: Decoded) -> None:
+        self._fp_convert(decoded, lambda arith, a: arith.convert_bf16(a))
+
+    def _int_to_fp(self, decoded: Decoded, unsigned: bool) -> None:
+        """SCVTF/UCVTF: ``FixedToFP`` of the source integer, FPCR rounding."""
+        bits = 8 * conversion_sizes(decoded.form.params)[0]
+        destination = self._fp_formats(decoded)[1]
+        self._fp_convert(decoded, lambda arith, a: arith.from_integer(
+            a if unsigned or a >> (bits - 1) == 0 else a - (1 << bits), destination))
+
+    def _op_fp_scvtf(self, decoded: Decoded) -> None:
+        self._int_to_fp(decoded, unsigned=False)
+
+    def _op_fp_ucvtf(self, decoded: Decoded) -> None:
+        self._int_to_fp(decoded, unsigned=True)
+
+    def _fp_to_int(self, decoded: Decoded, unsigned: bool) -> None:
+        """FCVTZS/FCVTZU: ``FPToFixed`` toward zero, saturating to the result size and then
+        sign- or zero-extended to the element (the container mask does the sign extension)."""
+        source = self._fp_formats(decoded)[0]
+        bits = 8 * conversion_sizes(decoded.form.params)[1]
+        self._fp_convert(decoded, lambda arith, a: arith.to_integer(a, source, bits, unsigned))
+
+    def _op_fp_fcvtzs(self, decoded: Decoded) -> None:
+        self._fp_to_int(decoded, unsigned=False)
+
+    def _op_fp_fcvtzu(self, decoded: Decoded) -> None:
+        self._fp_to_int(decoded, unsigned=True)
+
+    def _fp_convert_top(self, decoded: Decoded, function) -> None:
+        """FCVTNT family: each active wide element of Zn, converted, goes to the odd
+        (top) narrow element of the same container in Zd; the even ones and inactive
+        containers keep Zd."""
+        params = decoded.form.params
+        lanes = self._fp_lanes(decoded["zd"], conversion_sizes(params)[1])
+        source = self._fp_lanes(decoded["zn"], params["esize"])
+        arith = FPArith(self.state.fpcr)
+        for element in np.flatnonzero(self._fp_active(decoded, params["esize"])):
+            lanes[2 * element + 1] = function(arith, int(source[element]))
+        self.state.z[decoded["zd"]] = lanes.view(np.uint8)
+        self._raise_fp(arith.flags)
+
+    def _op_fp_fcvtnt(self, decoded: Decoded) -> None:
+        source, destination = self._fp_formats(decoded)
+        self._fp_convert_top(decoded, lambda arith, a: arith.convert(a, source, destination,
+                                                                     sve=True))
+
+    def _op_fp_bfcvtnt(self, decoded: Decoded) -> None:
+        self._fp_convert_top(decoded, lambda arith, a: arith.convert_bf16(a))
+
+    def _op_fp_fcvtxnt(self, decoded: Decoded) -> None:
+        self._fp_convert_top(decoded, lambda arith, a: arith.convert(a, FP64, FP32,
+                                                                     FPRounding.ODD, sve=True))
+
+    def _op_fp_fcvtlt(self, decoded: Decoded) -> None:
+        """FCVTLT: the odd (top) narrow element of each active container of Zn, widened, to
+        the container of Zd; inactive containers keep Zd."""
+        source, destination = self._fp_formats(decoded)
+        narrow = self._fp_lanes(decoded["zn"], source.width // 8)
+        arith = FPArith(self.state.fpcr)
+        self._fp_elementwise(decoded, decoded["zd"], (narrow[1::2],),
+                             lambda a: arith.convert(a, source, destination, sve=True), arith)
+
+    # ------------------------------------------------------------------ immediate moves
+    def _op_fp_dup_imm(self, decoded: Decoded) -> None:
+        """FMOV (FDUP): every element is ``VFPExpandImm(imm8)``."""
+        esize = decoded.form.params["esize"]
+        self._broadcast(decoded["zd"], vfp_expand_imm(decoded["imm8"], 8 * esize), esize)
+
+    def _op_fp_cpy_imm(self, decoded: Decoded) -> None:
+        """FMOV (FCPY): the active elements become ``VFPExpandImm(imm8)``; merging."""
+        esize = decoded.form.params["esize"]
+        lanes = self._fp_lanes(decoded["zd"], esize)
+        lanes[self._active(decoded["pg"], esize)] = vfp_expand_imm(decoded["imm8"], 8 * esize)
+        self.state.z[decoded["zd"]] = lanes.view(np.uint8)
 
 
 def _handler(shape, operation: str):

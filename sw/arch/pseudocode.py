@@ -4,10 +4,11 @@ evaluate (docs/isa.md names each).
 
 from __future__ import annotations
 
+import struct
 from functools import lru_cache
 
 __all__ = ["predicate_count", "decode_bit_masks", "encode_bit_masks", "replicate",
-           "sve_move_mask_preferred", "sat_q"]
+           "sve_move_mask_preferred", "sat_q", "vfp_expand_imm", "vfp_imm_value"]
 
 
 def sat_q(value: int, bits: int, signed: bool) -> int:
@@ -98,3 +99,29 @@ def sve_move_mask_preferred(imm13: int) -> bool:
                     or (quarters_equal and uniform(15, 7))
                     or (quarters_equal and field(15, 8) == field(7, 0)))
     return not (uniform(63, 15) or (halves_equal and uniform(31, 15)) or quarters_equal)
+
+
+#: Exponent and fraction widths of the IEEE formats by total width.
+_IEEE_FIELDS = {16: (5, 10), 32: (8, 23), 64: (11, 52)}
+
+
+def vfp_expand_imm(imm8: int, width: int) -> int:
+    """``VFPExpandImm``: the ``width``-bit (16, 32 or 64) floating-point bit pattern of the 8-bit
+    immediate ``a:b:cd:efgh``: sign ``a``, exponent ``NOT(b):Replicate(b, E-3):cd``, fraction
+    ``efgh`` followed by zeros (docs/isa.md, "Streaming SVE floating point")."""
+    if width not in _IEEE_FIELDS:
+        raise ValueError(f"the width must be 16, 32 or 64, not {width}")
+    if not 0 <= imm8 <= 0xFF:
+        raise ValueError(f"imm8 must be 0-255, not {imm8}")
+    exponent_bits, fraction_bits = _IEEE_FIELDS[width]
+    b = imm8 >> 6 & 1
+    exponent = (b ^ 1) << (exponent_bits - 1) | replicate(b, 1, exponent_bits - 3) << 2 \
+        | imm8 >> 4 & 3
+    return (imm8 >> 7) << (width - 1) | exponent << fraction_bits \
+        | (imm8 & 0xF) << (fraction_bits - 4)
+
+
+def vfp_imm_value(imm8: int) -> float:
+    """The value of ``VFPExpandImm(imm8)``, the same in every format: ±(16 + efgh)/16 × 2^n with
+    n from -3 to 4."""
+    return struct.unpack("<d", vfp_expand_imm(imm8, 64).to_bytes(8, "little"))[0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zatile.sw.arch.isa.builder import FormList
-from zatile.sw.arch.isa.forms import Field, Requires, Trait
+from zatile.sw.arch.isa.forms import Alias, Field, Requires, Trait
 
 __all__ = ["TITLE", "FORMS"]
 
@@ -48,8 +48,12 @@ def _define_streaming_sve() -> None:
             [Field("sh", 13, 13), Field("imm8", 12, 5, signed=True), zd]
         syntax = f"z{{zd:d}}.{letter}, {{imm8+sh:dupimm{letter}}}" if letter != "b" else \
             f"z{{zd:d}}.{letter}, #{{imm8:s}}"
+        # ``fmov z.T, #0.0`` (binutils takes it; FDUP has no encoding of zero) is DUP #0.
+        zero = () if letter == "b" else (
+            Alias("fmov", f"z{{zd:d}}.{letter}, #0.0", printed=False),)
         forms.add(f"DUP_{letter.upper()}_IMM", "mov", 0x2538C000 | log2 << 22,
-                  fields, syntax, "dup_imm", Requires.STREAMING, esize=1 << log2, aliases=("dup",))
+                  fields, syntax, "dup_imm", Requires.STREAMING, esize=1 << log2, aliases=("dup",),
+                  preferred=zero)
     rd = Field("rd", 4, 0)
     for log2, letter in enumerate(size_letters):
         fields = [Field("imm4", 19, 16), Field("pattern", 9, 5), rd]

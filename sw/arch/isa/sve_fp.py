@@ -1,5 +1,6 @@
 """The streaming-SVE floating-point forms of the table: arithmetic, multiply-add, rounding,
-comparisons and reductions on half, single and double precision.
+comparisons, reductions, reciprocal estimates and steps, conversions and immediate moves on
+half, single and double precision.
 
 Declared from tables, one row per instruction and one form per element size (docs/isa.md,
 "Streaming SVE floating point"). An operation (``fp_add``, ``fp_mla``, ...) is the arithmetic
@@ -13,7 +14,13 @@ performed; a form's fields and parameters say where its operands come from:
 * multiply-add: ``negate_product`` / ``negate_addend`` (FMLS, FNMLA, ...); the MAD forms
   (``zdn``, ``za``) multiply the destination, the MLA forms (``zda``) accumulate into it;
 * compares (``fp_cmp<condition>``): ``absolute`` (FACGE); without ``zm`` against +0.0,
-  ``swapped`` for FCMLT/FCMLE (#0.0), which compare 0 with the element.
+  ``swapped`` for FCMLT/FCMLE (#0.0), which compare 0 with the element;
+* conversions (``fp_<mnemonic>``): ``esize`` is the container each element occupies (the
+  predicate's granule), the larger of the source and result sizes; ``narrowing`` (the result
+  is narrower) or ``widening`` (the source is), by half or, with ``quarter``, by a quarter
+  (:func:`conversion_sizes` gives both sizes); the SVE2 forms FCVTNT, FCVTLT, ... write or
+  read the odd (top) narrow elements;
+* ``fp_dup_imm``/``fp_cpy_imm`` (FMOV): ``imm8`` is an 8-bit floating-point immediate.
 
 Every operation that can raise a floating-point exception has ``Trait.FP_FLAGS``.
 """
@@ -23,10 +30,12 @@ from __future__ import annotations
 from zatile.sw.arch.isa.builder import ESIZE, FormList
 from zatile.sw.arch.isa.forms import Alias, Field, Requires, Trait
 
-__all__ = ["TITLE", "FORMS", "IMMEDIATE_CONSTANTS", "CONDITIONS", "FRINT_SUFFIXES"]
+__all__ = ["TITLE", "FORMS", "IMMEDIATE_CONSTANTS", "CONDITIONS", "FRINT_SUFFIXES",
+           "conversion_sizes"]
 
 #: The class of instructions this module declares (README, "The instruction subset").
-TITLE = "streaming SVE: floating-point arithmetic, rounding, comparisons and reductions"
+TITLE = ("streaming SVE: floating-point arithmetic, rounding, comparisons, reductions, "
+         "estimates, conversions and immediates")
 
 #: The comparison conditions (``fp_cmp<condition>``): ``un`` is unordered (FCMUO).
 CONDITIONS = ("eq", "ne", "ge", "gt", "un")
@@ -35,7 +44,11 @@ FRINT_SUFFIXES = "npmzaxi"
 _FLAG_OPS = ("fp_add", "fp_sub", "fp_mul", "fp_mulx", "fp_div", "fp_max", "fp_min", "fp_maxnm",
              "fp_minnm", "fp_abd", "fp_scale", "fp_mla", "fp_sqrt", "fp_addv", "fp_maxv",
              "fp_minv", "fp_maxnmv", "fp_minnmv",
-             *(f"fp_frint{suffix}" for suffix in FRINT_SUFFIXES),
+             *(f"fp_frint{suffix}" for suffix in FRINT_SUFFIXES), *(
+                 f"fp_{mnemonic}" for mnemonic in ("fcvt", "bfcvt", "fcvtx", "fcvtnt", "fcvtlt",
+                                                   "bfcvtnt", "fcvtxnt", "scvtf", "ucvtf",
+                                                   "fcvtzs", "fcvtzu")),
+             "fp_recpe", "fp_rsqrte", "fp_recps", "fp_rsqrts", "fp_recpx",
              *(f"fp_cmp{condition}" for condition in CONDITIONS))
 forms = FormList({op: {Trait.FP_FLAGS} for op in _FLAG_OPS})
 
@@ -50,6 +63,14 @@ IMMEDIATE_CONSTANTS = {"fp_add": (0.5, 1.0), "fp_sub": (0.5, 1.0), "fp_mul": (0.
                        "fp_maxnm": (0.0, 1.0), "fp_minnm": (0.0, 1.0), "fp_max": (0.0, 1.0),
                        "fp_min": (0.0, 1.0)}
 _CONSTANT_KINDS = {(0.5, 1.0): "halfone", (0.5, 2.0): "halftwo", (0.0, 1.0): "zeroone"}
+
+
+def conversion_sizes(params) -> tuple[int, int]:
+    """The source and result element sizes in bytes of a conversion form's parameters."""
+    container = params["esize"]
+    narrow = container // (4 if params["quarter"] else 2)
+    return (narrow if params["widening"] else container,
+            narrow if params["narrowing"] else container)
 
 
 def _z(field: str, letter: str) -> str:
@@ -80,7 +101,11 @@ _IMMEDIATE = (
 )
 
 #: Unpredicated ``Zd, Zn, Zm``: mnemonic, opc (bits 12:10), operation.
-_UNPREDICATED = (("fadd", 0, "fp_add"), ("fsub", 1, "fp_sub"), ("fmul", 2, "fp_mul"))
+_UNPREDICATED = (("fadd", 0, "fp_add"), ("fsub", 1, "fp_sub"), ("fmul", 2, "fp_mul"),
+                 ("frecps", 6, "fp_recps"), ("frsqrts", 7, "fp_rsqrts"))
+
+#: Unpredicated estimates ``Zd, Zn``: mnemonic, fixed bits (size 0), operation.
+_ESTIMATES = (("frecpe", 0x650E3000, "fp_recpe"), ("frsqrte", 0x650F3000, "fp_rsqrte"))
 
 #: Multiply-add: mnemonic, opc (bits 15:13), negate the product, negate the addend.
 _MULTIPLY_ADD = (
@@ -98,6 +123,7 @@ _UNARY = (
     ("fsqrt", 0x650DA000, "fp_sqrt", {}),
     ("fabs", 0x041CA000, "fp_abs", {}),
     ("fneg", 0x041DA000, "fp_neg", {}),
+    ("frecpx", 0x650CA000, "fp_recpx", {}),
 )
 
 #: Compares of two vectors ``Pd, Pg/Z, Zn, Zm``: mnemonic, fixed bits (size 0), condition,
@@ -115,6 +141,29 @@ _COMPARE_ZERO = (
     ("fcmge", 0x65102000, "ge", False), ("fcmgt", 0x65102010, "gt", False),
     ("fcmlt", 0x65112000, "gt", True), ("fcmle", 0x65112010, "ge", True),
     ("fcmeq", 0x65122000, "eq", False), ("fcmne", 0x65132000, "ne", False),
+)
+
+#: Conversions ``Zd.T, Pg/M, Zn.Tb``: mnemonic, fixed bits, result and source size letters.
+#: FCVTX, FCVTNT, FCVTLT, BFCVTNT and FCVTXNT are SVE2; all are legal in streaming mode.
+_CONVERSIONS = (
+    ("fcvt", 0x6588A000, "h", "s"), ("fcvt", 0x6589A000, "s", "h"),
+    ("fcvt", 0x65C8A000, "h", "d"), ("fcvt", 0x65C9A000, "d", "h"),
+    ("fcvt", 0x65CAA000, "s", "d"), ("fcvt", 0x65CBA000, "d", "s"),
+    ("bfcvt", 0x658AA000, "h", "s"), ("fcvtx", 0x650AA000, "s", "d"),
+    ("fcvtnt", 0x6488A000, "h", "s"), ("fcvtnt", 0x64CAA000, "s", "d"),
+    ("fcvtlt", 0x6489A000, "s", "h"), ("fcvtlt", 0x64CBA000, "d", "s"),
+    ("bfcvtnt", 0x648AA000, "h", "s"), ("fcvtxnt", 0x640AA000, "s", "d"),
+    *((mnemonic, value | unsigned << 16, to, source)
+      for unsigned, (int_to_fp, fp_to_int) in enumerate((("scvtf", "fcvtzs"), ("ucvtf", "fcvtzu")))
+      for mnemonic, value, to, source in (
+          (int_to_fp, 0x6552A000, "h", "h"), (int_to_fp, 0x6554A000, "h", "s"),
+          (int_to_fp, 0x6556A000, "h", "d"), (int_to_fp, 0x6594A000, "s", "s"),
+          (int_to_fp, 0x65D0A000, "d", "s"), (int_to_fp, 0x65D4A000, "s", "d"),
+          (int_to_fp, 0x65D6A000, "d", "d"),
+          (fp_to_int, 0x655AA000, "h", "h"), (fp_to_int, 0x655CA000, "s", "h"),
+          (fp_to_int, 0x655EA000, "d", "h"), (fp_to_int, 0x659CA000, "s", "s"),
+          (fp_to_int, 0x65D8A000, "s", "d"), (fp_to_int, 0x65DCA000, "d", "s"),
+          (fp_to_int, 0x65DEA000, "d", "d"))),
 )
 
 #: Reductions to a scalar ``Vd, Pg, Zn``: mnemonic, opc (bits 18:16), operation.
@@ -144,6 +193,10 @@ def _define() -> None:
             _add(f"{mnemonic.upper()}_ZZZ", mnemonic, 0x65000000 | opc << 10,
                  [_ZM_HIGH, _ZN, _ZD],
                  f"{_z('zd', letter)}, {_z('zn', letter)}, {_z('zm', letter)}", op, letter)
+    for mnemonic, value, op in _ESTIMATES:
+        for letter in _FP_SIZES:
+            _add(mnemonic.upper(), mnemonic, value, [_ZN, _ZD],
+                 f"{_z('zd', letter)}, {_z('zn', letter)}", op, letter)
     for mnemonic, opc, negate_product, negate_addend in _MULTIPLY_ADD:
         mad = opc >= 4
         for letter in _FP_SIZES:
@@ -179,6 +232,20 @@ def _define() -> None:
             _add(mnemonic.upper(), mnemonic, 0x65002000 | opc << 16,
                  [pg_low, _ZN, Field("vd", 4, 0)],
                  f"{letter}{{vd:d}}, p{{pg:d}}, {_z('zn', letter)}", op, letter)
+    for mnemonic, value, to, source in _CONVERSIONS:
+        container = max(ESIZE[to], ESIZE[source])
+        forms.add(f"{mnemonic.upper()}_{to.upper()}{source.upper()}", mnemonic, value,
+                  [pg_low, _ZN, _ZD], f"{_z('zd', to)}, p{{pg:d}}/m, {_z('zn', source)}",
+                  f"fp_{mnemonic}", Requires.STREAMING, esize=container,
+                  narrowing=ESIZE[to] < container, widening=ESIZE[source] < container,
+                  quarter=min(ESIZE[to], ESIZE[source]) * 4 == container)
+    for letter in _FP_SIZES:
+        # FDUP and FCPY: binutils prints and takes FMOV, and takes FDUP/FCPY too.
+        _add("FDUP", "fmov", 0x2539C000, [Field("imm8", 12, 5), _ZD],
+             f"{_z('zd', letter)}, {{imm8:fpimm8}}", "fp_dup_imm", letter, aliases=("fdup",))
+        _add("FCPY", "fmov", 0x0510C000, [Field("pg", 19, 16), Field("imm8", 12, 5), _ZD],
+             f"{_z('zd', letter)}, p{{pg:d}}/m, {{imm8:fpimm8}}", "fp_cpy_imm", letter,
+             aliases=("fcpy",))
 
 
 _define()

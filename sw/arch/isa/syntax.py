@@ -24,6 +24,8 @@ appear twice (LDR ZA): the assembler then demands both spellings agree. Kinds:
 ``bitmask<N>`` ``.T, #0x..`` of a logical immediate (DUPM; fields ``immr``, ``imms``)
 ``halfone``/``halftwo``/``zeroone`` ``#0.5``/``#1.0``, ``#0.5``/``#2.0``, ``#0.0``/``#1.0``:
            the floating-point constant a one-bit field selects (FADD ..., #imm)
+``fpimm8`` ``#v``: the value of an 8-bit floating-point immediate (``VFPExpandImm``), printed
+           as objdump does (``%.18e``: ``#1.000000000000000000e+00``)
 =========  ============================================================================
 """
 
@@ -34,7 +36,8 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from zatile.sw.arch.isa.forms import Alias, Decoded, Form, shifted_imm8, signed_offset9
-from zatile.sw.arch.pseudocode import decode_bit_masks, encode_bit_masks, replicate
+from zatile.sw.arch.pseudocode import (decode_bit_masks, encode_bit_masks, replicate,
+                                       vfp_imm_value)
 
 __all__ = ["AsmError", "PATTERN_ALL", "PATTERN_NAMES", "ZA_MASK_NAMES", "RegisterOperand",
            "register_operands", "form_text", "parse_operands", "literal_regex"]
@@ -151,7 +154,7 @@ def _cntpat_parse(groups) -> tuple[int, int]:
 
 
 def _dupimm_text(imm8: int, shift: int) -> str:
-    # binutils keeps the shift of a shifted zero visible, as for ADD (immediate)
+    # objdump keeps the shift of a shifted zero, which is another word than #0.
     return "#0, lsl #8" if shift and not imm8 else f"#{shifted_imm8(imm8, shift)}"
 
 
@@ -343,6 +346,24 @@ def _fconst_kind(zero: float, one: float) -> _Kind:
 _KINDS["halfone"] = _fconst_kind(0.5, 1.0)
 _KINDS["halftwo"] = _fconst_kind(0.5, 2.0)
 _KINDS["zeroone"] = _fconst_kind(0.0, 1.0)
+
+#: The 8-bit floating-point immediates by value.
+_FP_IMM8 = {vfp_imm_value(imm8): imm8 for imm8 in range(256)}
+
+
+def _fpimm8_parse(groups) -> tuple[int]:
+    try:
+        value = float(groups[0])
+    except ValueError:
+        raise AsmError(f"expected a floating-point constant, found '{groups[0]}'") from None
+    if value not in _FP_IMM8:
+        raise AsmError(f"#{groups[0]} is not ±(16 + n)/16 × 2^e with n 0-15 and e -3 to 4, "
+                       f"the values an 8-bit floating-point immediate makes")
+    return (_FP_IMM8[value],)
+
+
+_KINDS["fpimm8"] = _Kind(r"#([0-9.e+-]+)", lambda imm8: f"#{vfp_imm_value(imm8):.18e}",
+                         _fpimm8_parse)
 
 _REGISTER_KINDS = ("x", "w", "xsp", "wsp", "w12")
 _PLACEHOLDER = re.compile(r"\{([a-z0-9_+]+):([a-z0-9]+)\}")
