@@ -22,6 +22,9 @@ appear twice (LDR ZA): the assembler then demands both spellings agree. Kinds:
            register, ``immr``, ``imms``); ``T`` is the encoded element size, at least ``b``
            (``logimmnot<N>``: the immediate inverted, the assembler's ``bic``/``orn``/``eon``)
 ``bitmask<N>`` ``.T, #0x..`` of a logical immediate (DUPM; fields ``immr``, ``imms``)
+``cat<w>x<n>`` unsigned decimal of ``w`` bits split over two fields, the low ``n`` bits in the
+           second (the DUP index ``imm2:tsz``, the EXT byte offset ``imm8h:imm8l``)
+``next``   the register after the field's, modulo 32 (``z{zn+1}`` of a register pair)
 =========  ============================================================================
 """
 
@@ -149,7 +152,8 @@ def _cntpat_parse(groups) -> tuple[int, int]:
 
 
 def _dupimm_text(imm8: int, shift: int) -> str:
-    return f"#{shifted_imm8(imm8, shift)}"
+    # objdump keeps the shift of a shifted zero, as for ADD (immediate)
+    return "#0, lsl #8" if shift and not imm8 else f"#{shifted_imm8(imm8, shift)}"
 
 
 def _dupimm_parse(groups, esize: int) -> tuple[int, int]:
@@ -322,6 +326,25 @@ for _n in (0, 1):
 for _bits in (8, 16, 32, 64):
     _KINDS[f"shr{_bits}"] = _shift_kind(_bits, right=True)
     _KINDS[f"shl{_bits}"] = _shift_kind(_bits, right=False)
+
+def _concatenated_kind(bits: int, low_bits: int) -> _Kind:
+    """An unsigned ``bits``-bit number whose low ``low_bits`` bits are the second field."""
+    def parse(groups) -> tuple[int, int]:
+        value = _int(groups[0])
+        if not 0 <= value < 1 << bits:
+            raise AsmError(f"the immediate must be between 0 and {(1 << bits) - 1}, not {value}")
+        return value >> low_bits, value & ((1 << low_bits) - 1)
+
+    return _Kind(r"((?:0x)?[0-9a-f]+)", lambda high, low: str(high << low_bits | low), parse)
+
+
+def _next_register_parse(text: str) -> int:
+    return (_int(text) - 1) % 32
+
+
+_KINDS["next"] = _single(r"(\d+)", lambda v: str((v + 1) % 32), _next_register_parse)
+for _bits, _low in ((6, 4), (5, 3), (4, 2), (3, 1), (8, 3)):
+    _KINDS[f"cat{_bits}x{_low}"] = _concatenated_kind(_bits, _low)
 
 _REGISTER_KINDS = ("x", "w", "xsp", "wsp", "w12")
 _PLACEHOLDER = re.compile(r"\{([a-z0-9_+]+):([a-z0-9]+)\}")
