@@ -201,7 +201,12 @@ RTL_PENDING = ("int_add", "int_sub", "int_smax", "int_umax", "int_smin", "int_um
                "int_usubl", "int_sabdl", "int_uabdl", "int_saddw", "int_uaddw", "int_ssubw",
                "int_usubw", "int_sqdmull", "int_smull", "int_umull", "int_sqshrun", "int_sqrshrun",
                "int_shrn", "int_rshrn", "int_sqshrn", "int_sqrshrn", "int_uqshrn", "int_uqrshrn",
-               "int_sqxtn", "int_uqxtn", "int_sqxtun")
+               "int_sqxtn", "int_uqxtn", "int_sqxtun", "perm_index", "perm_dup_indexed", "perm_cpy",
+               "perm_sel", "perm_insr", "perm_last", "perm_clast", "perm_ext", "perm_rev",
+               "perm_rev_predicate", "perm_zip", "perm_zip_predicate", "perm_uzp",
+               "perm_uzp_predicate", "perm_trn", "perm_trn_predicate", "perm_tbl", "perm_tbx",
+               "perm_splice", "perm_revb", "perm_revh", "perm_revw", "perm_rbit", "perm_unpack",
+               "perm_unpack_predicate", "perm_movprfx")
 
 
 def test_the_operations_the_rtl_does_not_perform_yet_are_listed():
