@@ -68,7 +68,8 @@ class PermuteOps:
 
     def _pair_rows(self, register: int, esize: int) -> np.ndarray:
         """The rows of ``Zn`` then ``Zn+1`` (modulo 32): a table of twice the elements."""
-        return np.concatenate((self._rows(register, esize), self._rows((register + 1) % 32, esize)))
+        return np.concatenate((self._rows(register, esize),
+                               self._rows((register + 1) % 32, esize)))
 
     def _write_rows(self, register: int, rows: np.ndarray) -> None:
         self.state.z[register] = rows.reshape(-1)
@@ -208,14 +209,17 @@ class PermuteOps:
         self.state.z[destination] = table[position:position + self._svl_bytes]
 
     def _op_perm_rev(self, decoded: Decoded) -> None:
+        """REV (vector): the elements in reverse order."""
         esize = decoded.form.params["esize"]
         self._write_rows(decoded["zd"], self._rows(decoded["zn"], esize)[::-1].copy())
 
     def _op_perm_rev_predicate(self, decoded: Decoded) -> None:
+        """REV (predicate): the predicate elements (esize/8 bits each) in reverse order."""
         esize = decoded.form.params["esize"]
         self._write_predicate_rows(decoded["pd"], self._predicate_rows(decoded["pn"], esize)[::-1])
 
     def _interleave(self, decoded: Decoded, kind: str) -> None:
+        """ZIP/UZP/TRN (``kind``) of two vectors, or of two predicates by whole elements."""
         params = decoded.form.params
         esize = params["esize"]
         function = _INTERLEAVE[kind]

@@ -7,7 +7,10 @@ parameters say where the operands come from:
 * ``zd``/``zdn``/``pd`` the destination (``zdn``: also the first source), ``rd``/``rdn`` a general
   register and ``vd``/``vdn`` a SIMD&FP scalar register (the low bits of a Z register);
 * ``zn``/``zm``/``pn``/``pm`` vector and predicate sources, ``rn``/``rm`` general registers,
-  ``vn``/``vm`` SIMD&FP scalars, ``imm``/``imm8`` immediates;
+  ``vn``/``vm`` SIMD&FP scalars; immediates ``imm8`` (with ``sh``), ``base_imm``/``step_imm``
+  (INDEX) and ``imm_hi``/``imm_lo`` (the two parts of one number: the DUP index, the EXT offset);
+* ``after``: LASTA/CLASTA, the element after the last active one, where the B forms take the
+  last active one;
 * ``pairs``: the form reads the register pair ``{Zn, Zn+1}`` (modulo 32) as one table;
 * ``high``: the ...2 and ...HI forms (ZIP2: the high halves, UZP2/TRN2: the odd elements,
   SUNPKHI/PUNPKHI: the high half), where the ...1 and ...LO forms take the low or even ones;
@@ -31,8 +34,6 @@ MOVPRFX_OPS = ("perm_movprfx",)
 forms = FormList({})
 
 _SIZES = "bhsd"
-#: SIMD&FP scalar register prefix by element size.
-_SCALAR = {"b": "b", "h": "h", "s": "s", "d": "d", "q": "q"}
 _ZD, _ZDN, _ZN = Field("zd", 4, 0), Field("zdn", 4, 0), Field("zn", 9, 5)
 _ZM_LOW, _ZM_HIGH = Field("zm", 9, 5), Field("zm", 20, 16)
 _PG3, _PG4_HIGH = Field("pg", 12, 10), Field("pg", 19, 16)
@@ -94,7 +95,7 @@ def _define_dup_indexed() -> None:
             fields = [Field("imm_hi", 23, 22), Field("imm_lo", 20, tsz_bit + 1)]
             index = f"{{imm_hi+imm_lo:cat{6 - log2}x{4 - log2}}}"
         preferred = (
-            Alias("mov", f"{_z('zd', letter)}, {_SCALAR[letter]}{{zn:d}}",
+            Alias("mov", f"{_z('zd', letter)}, {letter}{{zn:d}}",
                   when=lambda f: not f.get("imm_hi", 0) and not f.get("imm_lo", 0)),
             Alias("mov", f"{_z('zd', letter)}, {_z('zn', letter)}[{index}]"))
         forms.add(f"DUP_{letter.upper()}_INDEXED", "dup", 0x05202000 | 1 << tsz_bit,
@@ -123,7 +124,7 @@ def _define_copies() -> None:
              f"{_z('zd', letter)}, p{{pg:d}}/m, {_general('rn', letter, stack=True)}",
              "perm_cpy", letter, aliases=("cpy",), zeroing=False)
         _add("CPY_SIMD", "mov", 0x05208000 | _size(letter), [_PG3, Field("vn", 9, 5), _ZD],
-             f"{_z('zd', letter)}, p{{pg:d}}/m, {_SCALAR[letter]}{{vn:d}}", "perm_cpy",
+             f"{_z('zd', letter)}, p{{pg:d}}/m, {letter}{{vn:d}}", "perm_cpy",
              letter, aliases=("cpy",), zeroing=False)
         _add("SEL", "sel", 0x0520C000 | _size(letter),
              [_ZM_HIGH, Field("pg", 13, 10), _ZN, _ZD],
@@ -134,7 +135,7 @@ def _define_copies() -> None:
         _add("INSR_SCALAR", "insr", 0x05243800 | _size(letter), [Field("rm", 9, 5), _ZDN],
              f"{_z('zdn', letter)}, {_general('rm', letter)}", "perm_insr", letter)
         _add("INSR_SIMD", "insr", 0x05343800 | _size(letter), [Field("vm", 9, 5), _ZDN],
-             f"{_z('zdn', letter)}, {_SCALAR[letter]}{{vm:d}}", "perm_insr", letter)
+             f"{_z('zdn', letter)}, {letter}{{vm:d}}", "perm_insr", letter)
 
 
 def _define_last() -> None:
@@ -142,14 +143,14 @@ def _define_last() -> None:
     for after, mnemonic_suffix in ((True, "a"), (False, "b")):
         bit = (0 if after else 1) << 16
         for letter in _SIZES:
-            scalar, general = _SCALAR[letter], _general("rd", letter)
+            general = _general("rd", letter)
             _add(f"LAST{mnemonic_suffix.upper()}_SCALAR", f"last{mnemonic_suffix}",
                  0x0520A000 | bit | _size(letter), [_PG3, _ZN, Field("rd", 4, 0)],
                  f"{general}, p{{pg:d}}, {_z('zn', letter)}", "perm_last", letter,
                  destination="rd", after=after)
             _add(f"LAST{mnemonic_suffix.upper()}_SIMD", f"last{mnemonic_suffix}",
                  0x05228000 | bit | _size(letter), [_PG3, _ZN, Field("vd", 4, 0)],
-                 f"{scalar}{{vd:d}}, p{{pg:d}}, {_z('zn', letter)}", "perm_last", letter,
+                 f"{letter}{{vd:d}}, p{{pg:d}}, {_z('zn', letter)}", "perm_last", letter,
                  after=after)
             general = _general("rdn", letter)
             _add(f"CLAST{mnemonic_suffix.upper()}_SCALAR", f"clast{mnemonic_suffix}",
@@ -158,7 +159,7 @@ def _define_last() -> None:
                  destination="rdn", reads_destination=True, after=after)
             _add(f"CLAST{mnemonic_suffix.upper()}_SIMD", f"clast{mnemonic_suffix}",
                  0x052A8000 | bit | _size(letter), [_PG3, _ZM_LOW, Field("vdn", 4, 0)],
-                 f"{scalar}{{vdn:d}}, p{{pg:d}}, {scalar}{{vdn:d}}, {_z('zm', letter)}",
+                 f"{letter}{{vdn:d}}, p{{pg:d}}, {letter}{{vdn:d}}, {_z('zm', letter)}",
                  "perm_clast", letter, after=after)
             _add(f"CLAST{mnemonic_suffix.upper()}_VECTOR", f"clast{mnemonic_suffix}",
                  0x05288000 | bit | _size(letter), [_PG3, _ZM_LOW, _ZDN],
