@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from zatile.sim.binutils import ARCH_FLAGS
+from zatile.sim.binutils import ARCH_FLAGS, gnu_assemble
 from zatile.sim.progen import OP_WEIGHTS, generate_program, movprfx_pair
 from zatile.sim.tools import find_tool
-from zatile.sw.arch.asm import assemble_line, disassemble
+from zatile.sw.arch.asm import AsmError, assemble_line, disassemble
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.isa import FORMS_BY_NAME, decode, sve_perm
 from zatile.sw.arch.isa.sve_perm import prefixed_destination
@@ -314,6 +314,23 @@ def test_a_destination_named_twice_is_one_source():
     decoded = decode(assemble_line("clasta w5, p0, w5, z1.s"))
     assert [r.name for r in scalar_sources(decoded)] == ["x5"]
     assert scalar_destination(decoded).name == "x5"
+
+
+#: Spellings GNU as accepts besides the ones objdump prints (``dup``, ``cpy``, ``sel`` with
+#: Zm = Zd, index 0 written out) and operands at the ends of their ranges.
+SPELLINGS = ("dup z0.s, z1.s[0]", "mov z0.s, z1.s[0]", "cpy z0.s, p0/m, w1", "cpy z0.s, p0/z, #1",
+             "cpy z0.d, p0/m, sp", "cpy z0.h, p0/m, h3", "sel z0.s, p1, z2.s, z0.s",
+             "dup z0.q, z1.q[3]", "dup z0.b, z1.b[63]", "mov z0.d, p1/z, #-128, lsl #8",
+             "ext z0.b, {z31.b, z0.b}, #255", "tbl z0.d, {z31.d, z0.d}, z1.d",
+             "splice z0.b, p7, {z31.b, z0.b}", "index z0.d, #-16, #15",
+             "movprfx z0.d, p7/m, z1.d", "clasta x0, p0, x0, z1.d", "punpkhi p15.h, p15.b")
+
+
+def test_other_spellings_assemble_as_gnu_as_assembles_them():
+    need_tool("as")
+    assert [assemble_line(line) for line in SPELLINGS] == gnu_assemble(list(SPELLINGS))
+    with pytest.raises(AsmError, match="disagree"):
+        assemble_line("ext z0.b, {z1.b, z3.b}, #1")         # not consecutive
 
 
 def test_dup_immediate_prints_a_shifted_zero_as_objdump_does():
