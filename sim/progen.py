@@ -5,6 +5,7 @@ operation), paired with an initial :class:`~sim.state.ArchState` whose registers
 that most memory accesses land in a mapped region. Predicates are all-true, all-false, sparse or
 random; slice selectors reach far beyond the tile size; Z registers carry floating-point specials;
 FPCR takes every rounding mode with FZ/FZ16 on and off; tiles of different sizes overlap.
+MOVPRFX appears only as a valid pair with the instruction it prefixes (:func:`movprfx_pair`).
 
 Register conventions of generated programs (so instructions stay meaningful):
 
@@ -26,9 +27,11 @@ import numpy as np
 
 from zatile.sw.arch.asm import disassemble
 from zatile.sw.arch.isa import FORMS, Form, Requires, decode
+from zatile.sw.arch.isa.sve_perm import MOVPRFX_OPS, prefixed_destination
 from zatile.sim.state import ArchState, Memory
 
-__all__ = ["DATA_BASE", "DATA_SIZE", "OP_WEIGHTS", "GeneratedProgram", "generate_program"]
+__all__ = ["DATA_BASE", "DATA_SIZE", "OP_WEIGHTS", "GeneratedProgram", "generate_program",
+           "movprfx_pair"]
 
 #: Where the data region of generated programs is mapped, and its size.
 DATA_BASE = 0x0040_0000
@@ -69,6 +72,12 @@ OP_WEIGHTS: dict[str, float] = {
         "frinta", "frintx", "frinti", "fcvt", "bfcvt", "fcvtx", "fcvtnt", "fcvtlt", "bfcvtnt",
         "fcvtxnt", "scvtf", "ucvtf", "fcvtzs", "fcvtzu", "dup_imm", "cpy_imm", "recpe", "rsqrte",
         "recps", "rsqrts", "recpx")},
+    # streaming-SVE element moves, permutes and MOVPRFX (always paired with an integer form)
+    **{f"perm_{name}": 0.5 for name in (
+        "index", "dup_indexed", "cpy", "sel", "insr", "last", "clast", "ext", "rev",
+        "rev_predicate", "zip", "uzp", "trn", "zip_predicate", "uzp_predicate", "trn_predicate",
+        "tbl", "tbx", "splice", "revb", "revh", "revw", "rbit", "unpack", "unpack_predicate",
+        "movprfx")},
 }
 
 # Floating-point bit patterns worth hitting: zeros, infinities, NaNs (quiet and signalling),
@@ -191,6 +200,40 @@ def _instruction(form: Form, rng: random.Random) -> tuple[int, str]:
             return word, disassemble(word).replace("\t", " ", 1)
 
 
+#: The forms MOVPRFX may prefix, with their destination field.
+_PREFIXABLE: tuple[tuple[Form, str], ...] = tuple(
+    (form, prefixed_destination(form)) for form in FORMS if prefixed_destination(form))
+
+
+def movprfx_pair(form: Form, rng: random.Random) -> tuple[str, str]:
+    """A random MOVPRFX of ``form`` and a random instruction it may prefix (docs/isa.md,
+    "MOVPRFX"): same destination, not read by another operand; after a predicated MOVPRFX,
+    predicated by the same register at the same element size.
+
+    Raises
+    ------
+    ValueError
+        If ``form`` is not a MOVPRFX form.
+    """
+    if form.op not in MOVPRFX_OPS:
+        raise ValueError(f"{form.name} is not a MOVPRFX form")
+    word, text = _instruction(form, rng)
+    prefix = decode(word).fields
+    candidates = [(target, destination) for target, destination in _PREFIXABLE
+                  if "pg" not in prefix or ("pg" in target.field_map
+                                            and target.params["esize"] == form.params["esize"])]
+    while True:
+        target, destination = rng.choice(candidates)
+        values = target.fields_of(_instruction(target, rng)[0])
+        values[destination] = prefix["zd"]
+        if "pg" in prefix:
+            values["pg"] = prefix["pg"]
+        sources = [values[name] for name in ("zn", "zm", "za") if name in values]
+        prefixed = target.encode(**values)
+        if prefix["zd"] not in sources and decode(prefixed) is not None:
+            return text, disassemble(prefixed).replace("\t", " ", 1)
+
+
 def generate_program(rng: random.Random, svl: int, length: int, *,
                      streaming_sve_only_when_sm: bool = True,
                      weights: dict[str, float] | None = None) -> GeneratedProgram:
@@ -229,6 +272,10 @@ def generate_program(rng: random.Random, svl: int, length: int, *,
             # Mostly enable: a program that stops SM and ZA early only traps from there on.
             form = rng.choice([f for f in by_op[op] if f.params["start"]])
         if streaming_sve_only_when_sm and not streaming and form.requires is Requires.STREAMING:
+            continue
+        if form.op in MOVPRFX_OPS:
+            if len(lines) + 2 <= length:
+                lines.extend(movprfx_pair(form, rng))
             continue
         word, text = _instruction(form, rng)
         if form.op == "msr_svcr_imm" and form.params["set_sm"]:

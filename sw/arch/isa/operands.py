@@ -55,8 +55,12 @@ class ScalarRegister:
 
 
 def _scalar_registers(decoded: Decoded) -> list[ScalarRegister]:
-    registers = []
+    """The general-register operands, each field once (CLASTA names ``Rdn`` twice)."""
+    registers, seen = [], set()
     for operand in register_operands(decoded.form):
+        if operand.field in seen:
+            continue
+        seen.add(operand.field)
         kind = operand.kind
         number = decoded.fields[operand.field] + (12 if kind == "w12" else 0)
         registers.append(ScalarRegister(

@@ -26,6 +26,9 @@ appear twice (LDR ZA): the assembler then demands both spellings agree. Kinds:
            the floating-point constant a one-bit field selects (FADD ..., #imm)
 ``fpimm8`` ``#v``: the value of an 8-bit floating-point immediate (``VFPExpandImm``), printed
            as objdump does (``%.18e``: ``#1.000000000000000000e+00``)
+``cat<w>x<n>`` unsigned decimal of ``w`` bits split over two fields, the low ``n`` bits in the
+           second (the DUP index ``imm2:tsz``, the EXT byte offset ``imm8h:imm8l``)
+``next``   the register after the field's, modulo 32 (``z{zn+1}`` of a register pair)
 =========  ============================================================================
 """
 
@@ -364,6 +367,24 @@ def _fpimm8_parse(groups) -> tuple[int]:
 
 _KINDS["fpimm8"] = _Kind(r"#([0-9.e+-]+)", lambda imm8: f"#{vfp_imm_value(imm8):.18e}",
                          _fpimm8_parse)
+def _concatenated_kind(bits: int, low_bits: int) -> _Kind:
+    """An unsigned ``bits``-bit number whose low ``low_bits`` bits are the second field."""
+    def parse(groups) -> tuple[int, int]:
+        value = _int(groups[0])
+        if not 0 <= value < 1 << bits:
+            raise AsmError(f"the immediate must be between 0 and {(1 << bits) - 1}, not {value}")
+        return value >> low_bits, value & ((1 << low_bits) - 1)
+
+    return _Kind(r"((?:0x)?[0-9a-f]+)", lambda high, low: str(high << low_bits | low), parse)
+
+
+def _next_register_parse(text: str) -> int:
+    return (_int(text) - 1) % 32
+
+
+_KINDS["next"] = _single(r"(\d+)", lambda v: str((v + 1) % 32), _next_register_parse)
+for _bits, _low in ((6, 4), (5, 3), (4, 2), (3, 1), (8, 3)):
+    _KINDS[f"cat{_bits}x{_low}"] = _concatenated_kind(_bits, _low)
 
 _REGISTER_KINDS = ("x", "w", "xsp", "wsp", "w12")
 _PLACEHOLDER = re.compile(r"\{([a-z0-9_+]+):([a-z0-9]+)\}")
