@@ -85,7 +85,7 @@ def _flag_params() -> list[str]:
     flags = sorted(key for key, types in values.items() if types == {bool})
     # The non-boolean parameters the decoder turns into fields (``ways`` the datapath derives
     # from the operation); a new one must be taught here, never silently dropped.
-    known = {"esize", "msize", "unit", "ways"}
+    known = {"esize", "msize", "registers", "unit", "ways"}
     unknown = sorted(set(values) - set(flags) - known)
     if unknown:
         raise RuntimeError(f"hw.decoder does not know the form parameter(s) {unknown!r}")
@@ -131,6 +131,7 @@ DecodedLayout = data.StructLayout({
     "access": Access,
     "esize_log2": range(5),               # params["esize"]: element (tile) size, log2 bytes
     "msize_log2": range(4),               # params["msize"]: memory element size, log2 bytes
+    "registers": range(5),                # params["registers"]: Z registers of LD2-4/ST2-4, else 1
     "unit_pred": 1,                       # params["unit"] == "svl_pred_bytes" (ADDSPL)
     "flags": FlagsLayout,
     "slots": SlotsLayout,
@@ -212,6 +213,7 @@ class Decoder(ConfigComponent):
             out.access.as_value().eq(select([Access[f.requires.name].value for f in forms])),
             out.esize_log2.eq(select([f.params.get("esize", 1).bit_length() - 1 for f in forms])),
             out.msize_log2.eq(select([f.params.get("msize", 1).bit_length() - 1 for f in forms])),
+            out.registers.eq(select([f.params.get("registers", 1) for f in forms])),
             out.unit_pred.eq(select([int(f.params.get("unit") == "svl_pred_bytes")
                                      for f in forms])),
         ]

@@ -201,7 +201,9 @@ RTL_PENDING = ("int_add", "int_sub", "int_smax", "int_umax", "int_smin", "int_um
                "int_usubl", "int_sabdl", "int_uabdl", "int_saddw", "int_uaddw", "int_ssubw",
                "int_usubw", "int_sqdmull", "int_smull", "int_umull", "int_sqshrun", "int_sqrshrun",
                "int_shrn", "int_rshrn", "int_sqshrn", "int_sqrshrn", "int_uqshrn", "int_uqrshrn",
-               "int_sqxtn", "int_uqxtn", "int_sqxtun")
+               "int_sqxtn", "int_uqxtn", "int_sqxtun", "ld1_replicate", "ld1_signed",
+               "ld_structure", "st_structure", "ldnt1_contiguous", "stnt1_contiguous", "ld1rq",
+               "prefetch")
 
 
 def test_the_operations_the_rtl_does_not_perform_yet_are_listed():

@@ -6,7 +6,8 @@ this model. It executes one instruction word at a time on an :class:`~zatile.sim
 form's operation runs. The handlers work on whole vectors and tiles with numpy, grouped by
 class: :mod:`.sme` (SVCR, ZA moves and loads/stores), :mod:`.outer` (outer products, whose
 floating-point arithmetic is :mod:`zatile.sim.fp`), :mod:`.sve` (streaming SVE), :mod:`.sve_int`
-(streaming-SVE integer arithmetic, logic and shifts). :mod:`.mapping`
+(streaming-SVE integer arithmetic, logic and shifts), :mod:`.sve_mem` (streaming-SVE replicating,
+sign-extending, structure and non-temporal loads and stores, prefetches). :mod:`.mapping`
 holds the ZA and predicate views they share.
 
 To add an operation: give its forms an ``op`` in the table (:mod:`zatile.sw.arch.isa`) and
@@ -24,12 +25,14 @@ from zatile.sim.model.outer import OuterProductOps
 from zatile.sim.model.sme import SmeOps
 from zatile.sim.model.sve import StreamingSveOps
 from zatile.sim.model.sve_int import IntegerVectorOps
+from zatile.sim.model.sve_mem import VectorMemoryOps
 from zatile.sw.arch.isa import OPS
 
 __all__ = ["ReferenceModel", "OP_HANDLERS", "tile_elements", "active_elements"]
 
 
-class ReferenceModel(SmeOps, OuterProductOps, StreamingSveOps, IntegerVectorOps, ModelCore):
+class ReferenceModel(SmeOps, OuterProductOps, StreamingSveOps, IntegerVectorOps, VectorMemoryOps,
+                     ModelCore):
     """Executes instructions of the table on an architectural state.
 
     Parameters
