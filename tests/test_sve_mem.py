@@ -104,17 +104,22 @@ def test_the_generator_draws_addresses_that_mostly_stay_in_the_region():
     weights = {op: 0 for op in OP_WEIGHTS if op not in MEMORY_OPS}
     weights["msr_svcr_imm"] = 1
     rng = random.Random(7)
-    accesses = faults = 0
+    accesses, faults, store_faults = 0, 0, []
     for index in range(40):
         program = generate_program(rng, (128, 512, 2048)[index % 3], 30, weights=weights)
         model = ReferenceModel(EngineConfig(max_svl=2048), program.initial)
         for word in assemble(program.text):
             result = model.execute(word)
-            if decode(word).form.op in MEMORY_OPS and result.status is not Status.UNDEF:
+            form = decode(word).form
+            if form.op in MEMORY_OPS and result.status is not Status.UNDEF:
                 accesses += 1
                 faults += result.status is Status.FAULT
+                if result.status is Status.FAULT and Trait.STORE in form.traits:
+                    store_faults.append(result.fault_address)
     assert accesses > 300
     assert faults < accesses // 20, (faults, accesses)
+    # docs/divergences.md, "qemu-faulting-store-partial-write": no store reaches the region's end.
+    assert all(address < DATA_BASE for address in store_faults), store_faults
 
 
 def test_the_load_and_store_traits():
@@ -341,3 +346,32 @@ def test_rm_xzr_is_unallocated_for_every_scalar_plus_scalar_form():
     for form in forms:
         assert decode(form.encode(rm=31)) is None, form.name
         assert decode(form.encode(rm=30)).form is form
+
+
+# --- a QEMU divergence ----------------------------------------------------------------------
+
+def test_qemu_writes_part_of_a_structure_store_that_faults_at_the_end_of_a_region(qemu):
+    """docs/divergences.md, "qemu-faulting-store-partial-write": the model's faulting ST4W
+    writes nothing; QEMU writes the structures (and elements) wholly below the unmapped page."""
+    from zatile.sim.divergences import DIVERGENCES_BY_ID
+    from zatile.sw.backends import run_program
+
+    state = _memory_state(random.Random(8), 128)
+    state.p[0] = 0xFF
+    end = DATA_BASE + DATA_SIZE
+    state.x[1] = end - 0x38                 # structures at -0x38, -0x28, -0x18, -0x8 (straddles)
+    program = "st4w {z4.s-z7.s}, p0, [x1]\n"
+    config = EngineConfig(max_svl=2048)
+    model = run_program("model", program, state, config)
+    qemu_run = run_program("qemu", program, state, config)
+    assert [o.status for o in model.outcomes] == ["fault"]
+    assert model.outcomes[0].fault_address == end
+    assert [o.signal for o in qemu_run.outcomes] == ["SIGSEGV"]
+    initial = state.memory.regions[DATA_BASE]
+    assert np.array_equal(model.final.memory.regions[DATA_BASE], initial)
+    written = qemu_run.final.memory.regions[DATA_BASE][-0x38:]
+    words = np.stack([state.z[register].view(np.uint32) for register in range(4, 8)], axis=1)
+    assert list(written.view(np.uint32)) == list(words.reshape(-1)[:14])
+    assert DIVERGENCES_BY_ID["qemu-faulting-store-partial-write"].affects((10, 0, 2))
+    comparison = compare(program, state, ["model", "qemu"], config)
+    assert not comparison.agree and "memory" in comparison.difference
