@@ -247,11 +247,10 @@ FAULTING_STORE_PARTIAL_WRITE = Divergence(
     reference='docs/divergences.md, "qemu-faulting-store-partial-write"',
     affected=((_FIRST_SME_QEMU, None),),
     handling=Handling.AVOIDED,
-    how=("Avoided: only a store straddling the end of a region shows it; the ST1/STNT1/"
-         "ST2-ST4 stores of generated programs cannot reach the end of the data region (bases "
-         "in its first half, short offsets) and fault only below its start, writing nothing in "
-         "QEMU either. STR Z can reach the end at large SVLs: a rare straddling one is reported "
-         "as a memory difference."),
+    how=("Avoided: only a store straddling the end of a region shows it; the stores of "
+         "generated programs cannot reach the end of the data region (bases in its first half, "
+         "short offsets, STR Z offsets of at most +95 vector lengths) and fault only below its "
+         "start, writing nothing in QEMU either."),
 )
 
 #: Every known divergence.
