@@ -202,7 +202,7 @@ RTL_PENDING = ("int_add", "int_sub", "int_smax", "int_umax", "int_smin", "int_um
                "int_usubw", "int_sqdmull", "int_smull", "int_umull", "int_sqshrun", "int_sqrshrun",
                "int_shrn", "int_rshrn", "int_sqshrn", "int_sqrshrn", "int_uqshrn", "int_uqrshrn",
                "int_sqxtn", "int_uqxtn", "int_sqxtun", "ld1_replicate", "ld1_signed",
-               "ld_structure", "st_structure", "ldnt1_contiguous", "stnt1_contiguous", "ld1rq",
+               "ldnt1_contiguous", "stnt1_contiguous", "ld_structure", "st_structure", "ld1rq",
                "prefetch")
 
 
