@@ -18,7 +18,7 @@ from zatile.sw.arch.engine import Result, Status
 from zatile.sim.state import ArchState, Memory
 from zatile.sw.arch.asm import assemble, assemble_line
 from zatile.sw.arch.config import FEATURES, EngineConfig
-from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME, OPS, decode, sve_int
+from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME, OPS, decode, sve_int, sve_mem
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, MASK64
 
 DATA = 0x10000            # base of the data region of most tests
@@ -706,7 +706,8 @@ def test_svcr_transitions():
 
 # --------------------------------------------------------------------------- trap table
 SVE_OPS = {"ptrue", "pfalse", "while", "dup_scalar", "dup_imm", "cnt", "ldr_register",
-           "str_register", "ld1_contiguous", "st1_contiguous"} | {form.op for form in sve_int.FORMS}
+           "str_register", "ld1_contiguous", "st1_contiguous"} \
+    | {form.op for module in (sve_int, sve_mem) for form in module.FORMS}
 ZA_ONLY_OPS = {"zero_za", "ldr_za", "str_za"}
 SM_ZA_OPS = {"ld1_tile", "st1_tile", "mova_to_tile", "mova_to_vector", "fmopa_fp32",
              "fmopa_fp64", "fmopa_fp16_widening", "bfmopa", "int_mopa", "add_vector_to_tile"}
