@@ -112,7 +112,7 @@ def _choice_params() -> dict[str, type]:
 
 #: The non-boolean parameters the decoder turns into fields (``ways`` the datapath derives
 #: from the operation).
-_KNOWN_PARAMS = frozenset({"esize", "msize", "unit", "ways"})
+_KNOWN_PARAMS = frozenset({"esize", "msize", "registers", "unit", "ways"})
 
 
 def check_known_params(ops) -> None:
@@ -179,6 +179,7 @@ DecodedLayout = data.StructLayout({
     "access": Access,
     "esize_log2": range(5),               # params["esize"]: element (tile) size, log2 bytes
     "msize_log2": range(4),               # params["msize"]: memory element size, log2 bytes
+    "registers": range(5),                # params["registers"]: Z registers of LD2-4/ST2-4, else 1
     "unit_pred": 1,                       # params["unit"] == "svl_pred_bytes" (ADDSPL)
     "flags": FlagsLayout,
     "choices": ChoicesLayout,
@@ -262,6 +263,7 @@ class Decoder(ConfigComponent):
             out.access.as_value().eq(select([Access[f.requires.name].value for f in forms])),
             out.esize_log2.eq(select([f.params.get("esize", 1).bit_length() - 1 for f in forms])),
             out.msize_log2.eq(select([f.params.get("msize", 1).bit_length() - 1 for f in forms])),
+            out.registers.eq(select([f.params.get("registers", 1) for f in forms])),
             out.unit_pred.eq(select([int(f.params.get("unit") == "svl_pred_bytes")
                                      for f in forms])),
         ]

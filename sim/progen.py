@@ -46,6 +46,9 @@ OP_WEIGHTS: dict[str, float] = {
     "add_vector_to_tile": 4, "rdsvl": 1, "addsvl": 1,
     "ptrue": 5, "pfalse": 1, "while": 3, "dup_scalar": 2, "dup_imm": 2, "cnt": 1,
     "ld1_contiguous": 5, "st1_contiguous": 3, "ldr_register": 2, "str_register": 2,
+    # streaming-SVE replicating, sign-extending, structure and non-temporal loads/stores
+    "ld1_replicate": 2, "ld1_signed": 2, "ld_structure": 2, "st_structure": 2,
+    "ldnt1_contiguous": 1, "stnt1_contiguous": 1, "ld1rq": 1, "prefetch": 0.5,
     # streaming-SVE integer arithmetic, logic and shifts: the common ones more often
     **{f"int_{name}": 1 for name in ("add", "sub", "mul", "mla", "mls", "and", "orr", "eor",
                                      "asr", "lsr", "lsl", "smax", "smin", "umax", "umin")},
@@ -176,6 +179,8 @@ def _field_value(form: Form, name: str, width: int, rng: random.Random) -> int:
         if form.requires is Requires.STREAMING and form.op in ("while", "while_cond",
                                                                 "dup_scalar"):
             return rng.randrange(20, 32)
+        if form.op == "prefetch":
+            return rng.randrange(32)       # a prefetch of any address, mapped or not, is a no-op
         return rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 31))
     if name == "rm":
         if form.op in ("while", "while_cond"):
@@ -185,6 +190,13 @@ def _field_value(form: Form, name: str, width: int, rng: random.Random) -> int:
         return rng.randrange(16, 20) if form.op == "msr_svcr" else rng.randrange(20, 31)
     if name in ("rd", "rdn"):
         return rng.choice((*range(20, 31), 31))
+    if name == "imm9h" and form.op == "str_register":
+        # At most +95 vector lengths from a base in the region's first half: a STR Z never
+        # straddles the region's end (docs/divergences.md, "qemu-faulting-store-partial-write").
+        return rng.choice((rng.randrange(0, 12), rng.randrange(32, 64)))
+    if name == "imm4" and form.op in ("ld_structure", "st_structure"):
+        # The offset steps 2-4 vectors per unit: most negative ones would leave the region.
+        return rng.randrange(-1, 8)
     return rng.getrandbits(width)
 
 

@@ -63,6 +63,7 @@ def _run_words(config: EngineConfig, words: list[int], ops=None) -> None:
             assert ctx.get(out.access) == Access[form.requires.name]
             assert 1 << ctx.get(out.esize_log2) == form.params.get("esize", 1)
             assert 1 << ctx.get(out.msize_log2) == form.params.get("msize", 1)
+            assert ctx.get(out.registers) == form.params.get("registers", 1)
             for name, value in decoded.fields.items():
                 assert ctx.get(out.fields[name]) == value, (form.name, name)
             for name, value in form.params.items():

@@ -19,7 +19,7 @@ from zatile.sim.state import ArchState, Memory
 from zatile.sw.arch.asm import assemble, assemble_line
 from zatile.sw.arch.config import FEATURES, EngineConfig
 from zatile.sw.arch.isa import (
-    FORMS, FORMS_BY_NAME, OPS, decode, sve_fp, sve_int, sve_perm, sve_pred,
+    FORMS, FORMS_BY_NAME, OPS, decode, sve_fp, sve_int, sve_mem, sve_perm, sve_pred,
 )
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, MASK64
 
@@ -709,7 +709,7 @@ def test_svcr_transitions():
 # --------------------------------------------------------------------------- trap table
 SVE_OPS = {"ptrue", "pfalse", "while", "dup_scalar", "dup_imm", "cnt", "ldr_register",
            "str_register", "ld1_contiguous", "st1_contiguous"} \
-    | {form.op for module in (sve_int, sve_pred, sve_fp, sve_perm) for form in module.FORMS
+    | {form.op for module in (sve_int, sve_pred, sve_fp, sve_perm, sve_mem) for form in module.FORMS
        if form.op != "addsvl"}
 #: Streaming-SVE forms of an SME operation (RDVL is RDSVL, ADDVL/ADDPL are ADDSVL/ADDSPL).
 SVE_FORMS_OF_SME_OPS = {"RDVL", "ADDVL", "ADDPL"}

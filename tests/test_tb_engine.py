@@ -213,7 +213,9 @@ RTL_PENDING = ("int_mul", "int_smulh", "int_umulh", "int_sdiv", "int_udiv", "int
                "perm_rev_predicate", "perm_zip", "perm_zip_predicate", "perm_uzp",
                "perm_uzp_predicate", "perm_trn", "perm_trn_predicate", "perm_tbl", "perm_tbx",
                "perm_splice", "perm_revb", "perm_revh", "perm_revw", "perm_rbit", "perm_unpack",
-               "perm_unpack_predicate", "perm_movprfx")
+               "perm_unpack_predicate", "perm_movprfx", "ld1_replicate", "ld1_signed",
+               "ldnt1_contiguous", "stnt1_contiguous", "ld_structure", "st_structure", "ld1rq",
+               "prefetch")
 
 
 def test_the_operations_the_rtl_does_not_perform_yet_are_listed():

@@ -8,8 +8,9 @@ class: :mod:`.sme` (SVCR, ZA moves and loads/stores), :mod:`.outer` (outer produ
 floating-point arithmetic is :mod:`zatile.sim.fp`), :mod:`.sve` (streaming SVE), :mod:`.sve_int`
 (streaming-SVE integer arithmetic, logic and shifts), :mod:`.sve_pred` (compares, predicate
 operations, counts and reductions), :mod:`.sve_fp` (streaming-SVE floating point, on the exact
-reference :mod:`zatile.sim.fpref`), :mod:`.sve_perm` (element moves, permutes and MOVPRFX).
-:mod:`.mapping` holds the ZA and predicate views they share.
+reference :mod:`zatile.sim.fpref`), :mod:`.sve_perm` (element moves, permutes and MOVPRFX),
+:mod:`.sve_mem` (replicating, sign-extending, structure and non-temporal loads and stores,
+prefetches). :mod:`.mapping` holds the ZA and predicate views they share.
 
 To add an operation: give its forms an ``op`` in the table (:mod:`zatile.sw.arch.isa`) and
 write ``_op_<op>`` in the mixin of its class.
@@ -29,13 +30,15 @@ from zatile.sim.model.sve_fp import FloatingPointVectorOps
 from zatile.sim.model.sve_int import IntegerVectorOps
 from zatile.sim.model.sve_pred import PredicateCountReduceOps
 from zatile.sim.model.sve_perm import PermuteOps
+from zatile.sim.model.sve_mem import VectorMemoryOps
 from zatile.sw.arch.isa import OPS
 
 __all__ = ["ReferenceModel", "OP_HANDLERS", "tile_elements", "active_elements"]
 
 
 class ReferenceModel(SmeOps, OuterProductOps, StreamingSveOps, IntegerVectorOps,
-                     PredicateCountReduceOps, FloatingPointVectorOps, PermuteOps, ModelCore):
+                     PredicateCountReduceOps, FloatingPointVectorOps, PermuteOps, VectorMemoryOps,
+                     ModelCore):
     """Executes instructions of the table on an architectural state.
 
     Parameters

@@ -3,8 +3,8 @@
 * :mod:`.forms` — the data model: :class:`Field`, :class:`Form`, :class:`Decoded`,
   :class:`Requires` (the PSTATE a form needs), :class:`Trait` (operation classes);
 * :mod:`.syntax` — the operand templates, printed and parsed as binutils 2.40 spells them;
-* :mod:`.sme`, :mod:`.sve`, :mod:`.sve_int`, :mod:`.sve_perm` — the forms themselves,
-  declared once;
+* :mod:`.sme`, :mod:`.sve`, :mod:`.sve_int`, :mod:`.sve_pred`, :mod:`.sve_fp`, :mod:`.sve_perm`,
+  :mod:`.sve_mem` — the forms themselves, declared once;
   :mod:`.table` — all of them, :func:`decode` and :func:`ops_with`;
 * :mod:`.operands` — the general registers an instruction reads and writes, and the CPU's side
   of issuing it.

@@ -15,6 +15,12 @@ appear twice (LDR ZA): the assembler then demands both spellings agree. Kinds:
 ``dupimm<t>`` DUP immediate of element type t (b/h/s/d) with its shift folded in
 ``mulvl9`` the split signed 9-bit offset of SVE LDR/STR
 ``rmxzr<n>`` ``, xN{, lsl #n}`` scaled index; the whole group may be omitted for XZR (``[x0]``)
+``mulvl<n>`` ``, #k, mul vl`` with k = n × the field (n = 2, 3, 4), or nothing for 0 (LD2-LD4)
+``uoff<n>`` ``, #k`` with k = n × the unsigned field, or nothing for 0 (LD1R*)
+``soff<n>`` ``, #k`` with k = n × the signed field, or nothing for 0 (LD1RQ*)
+``zlist<n><t>`` ``{zA.t, ...}`` of ``n`` consecutive Z registers from the field, modulo 32;
+           printed ``{zA.t-zB.t}`` when ``n`` > 2 and the list does not wrap (binutils)
+``prfop``  a prefetch operation: its name (``pldl1keep``) or ``#n`` for the unnamed ones
 ``shr<e>``/``shl<e>`` ``#n``: a ``tsz:imm3`` shift of ``e``-bit elements (right: ``e`` − field,
            left: the field); for ``e`` = 64 over two fields, the high bit first
 ``aimm``   unsigned ``#imm8{, lsl #8}`` of ADD/SUB (immediate), printed folded as objdump does
@@ -42,8 +48,8 @@ from zatile.sw.arch.isa.forms import Alias, Decoded, Form, shifted_imm8, signed_
 from zatile.sw.arch.pseudocode import (decode_bit_masks, encode_bit_masks, replicate,
                                        vfp_imm_value)
 
-__all__ = ["AsmError", "PATTERN_ALL", "PATTERN_NAMES", "ZA_MASK_NAMES", "RegisterOperand",
-           "register_operands", "form_text", "parse_operands", "literal_regex"]
+__all__ = ["AsmError", "PATTERN_ALL", "PATTERN_NAMES", "PRFOP_NAMES", "ZA_MASK_NAMES",
+           "RegisterOperand", "register_operands", "form_text", "parse_operands", "literal_regex"]
 
 #: SVE predicate-constraint pattern names by value (others print as ``#n``).
 PATTERN_NAMES: dict[int, str] = {
@@ -223,6 +229,76 @@ def _rmxzr_kind(suffix: str) -> _Kind:
                  lambda g: (31 if g[0] is None else _reg_value(g[0], "x", "xzr"),))
 
 
+def _scaled_kind(scale: int, low: int, high: int, suffix: str) -> _Kind:
+    """``, #k{suffix}`` with k = ``scale`` × the field (``low``..``high``), omitted for 0."""
+    suffix_regex = re.escape(suffix).replace(r"\ ", r"\s+").replace(",", r"\s*,\s*")
+
+    def parse(groups) -> tuple[int]:
+        value = 0 if groups[0] is None else _int(groups[0])
+        if value % scale or not low * scale <= value <= high * scale:
+            unit = " vector lengths" if suffix else ""
+            raise AsmError(f"the offset must be a multiple of {scale} between {low * scale} and "
+                           f"{high * scale}{unit}, not {value}")
+        return (value // scale,)
+
+    return _Kind(r"(?:\s*,\s*#(-?(?:0x)?[0-9a-f]+)" + suffix_regex + ")?",
+                 lambda v: f", #{v * scale}{suffix}" if v else "", parse)
+
+
+def _zlist_text(first: int, count: int, letter: str) -> str:
+    if count > 2 and first + count <= 32:
+        return f"{{z{first}.{letter}-z{first + count - 1}.{letter}}}"
+    return "{" + ", ".join(f"z{(first + k) % 32}.{letter}" for k in range(count)) + "}"
+
+
+def _zlist_register(text: str, letter: str) -> int:
+    match = re.fullmatch(r"z(\d+)\.([bhsdq])", text.strip())
+    if not match or int(match.group(1)) > 31:
+        raise AsmError(f"expected a vector register z0-z31 with its element size, found '{text}'")
+    if match.group(2) != letter:
+        raise AsmError(f"the registers of the list must be .{letter}, not .{match.group(2)}")
+    return int(match.group(1))
+
+
+def _zlist_parse(text: str, count: int, letter: str) -> tuple[int]:
+    """The first register of a list of ``count`` consecutive Z registers, as GNU as reads it:
+    a comma list (wrapping from z31 to z0) or a range ``zA.t-zB.t`` (not wrapping)."""
+    inner = text.strip()[1:-1]
+    if "-" in inner:
+        first, last = (_zlist_register(part, letter) for part in inner.split("-", 1))
+        if last - first != count - 1:
+            raise AsmError(f"the range must name {count} registers in increasing order, "
+                           f"not '{inner.strip()}'")
+        return (first,)
+    registers = [_zlist_register(part, letter) for part in inner.split(",")]
+    if len(registers) != count:
+        raise AsmError(f"the list must name {count} registers, not {len(registers)}")
+    if any((registers[0] + k) % 32 != register for k, register in enumerate(registers)):
+        raise AsmError(f"the registers of the list must be consecutive, not '{inner.strip()}'")
+    return (registers[0],)
+
+
+def _zlist_kind(count: int, letter: str) -> _Kind:
+    return _Kind(r"(\{[^}]*\})", lambda first: _zlist_text(first, count, letter),
+                 lambda g: _zlist_parse(g[0], count, letter))
+
+
+#: Prefetch operation names by value (the others print as ``#n``).
+PRFOP_NAMES: dict[int, str] = {
+    (kind << 3) | (level << 1) | policy: f"p{name}l{level + 1}{('keep', 'strm')[policy]}"
+    for kind, name in ((0, "ld"), (1, "st")) for level in range(3) for policy in (0, 1)}
+
+
+def _prfop_value(text: str) -> int:
+    for value, name in PRFOP_NAMES.items():
+        if name == text:
+            return value
+    value = _int(text[1:] if text.startswith("#") else text)
+    if not 0 <= value <= 15:
+        raise AsmError(f"the prefetch operation must be a name or #0-#15, not '{text}'")
+    return value
+
+
 def _dupimm_kind(esize: int) -> _Kind:
     return _Kind(r"#(-?(?:0x)?[0-9a-f]+)(?:\s*,\s*lsl\s+#(\d+))?", _dupimm_text,
                  lambda g: _dupimm_parse(g, esize), 2)
@@ -230,6 +306,14 @@ def _dupimm_kind(esize: int) -> _Kind:
 
 for _bits in range(5):
     _KINDS[f"rmxzr{_bits}"] = _rmxzr_kind(f", lsl #{_bits}" if _bits else "")
+for _count in (2, 3, 4):
+    _KINDS[f"mulvl{_count}"] = _scaled_kind(_count, -8, 7, ", mul vl")
+    for _letter in "bhsd":
+        _KINDS[f"zlist{_count}{_letter}"] = _zlist_kind(_count, _letter)
+for _scale in (1, 2, 4, 8):
+    _KINDS[f"uoff{_scale}"] = _scaled_kind(_scale, 0, 63, "")
+_KINDS["soff16"] = _scaled_kind(16, -8, 7, "")
+_KINDS["prfop"] = _single(r"([a-z0-9#]+)", lambda v: PRFOP_NAMES.get(v, f"#{v}"), _prfop_value)
 for _log2, _letter in enumerate("bhsd"):
     _KINDS[f"dupimm{_letter}"] = _dupimm_kind(1 << _log2)
 

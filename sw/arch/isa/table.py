@@ -1,5 +1,5 @@
 """The one instruction table: every form of :mod:`.sme`, :mod:`.sve`, :mod:`.sve_int` and
-:mod:`.sve_pred`, :mod:`.sve_fp`, :mod:`.sve_perm`, and the decoder.
+:mod:`.sve_pred`, :mod:`.sve_fp`, :mod:`.sve_perm`, :mod:`.sve_mem`, and the decoder.
 
 The assembler and disassembler (:mod:`zatile.sw.arch.asm`), the reference model's dispatch
 (:mod:`zatile.sim.model`), the RTL decoder (:mod:`zatile.hw.decoder`) and every operation class
@@ -12,14 +12,15 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Mapping
 
-from zatile.sw.arch.isa import sme, sve, sve_fp, sve_int, sve_perm, sve_pred
+from zatile.sw.arch.isa import sme, sve, sve_fp, sve_int, sve_mem, sve_perm, sve_pred
 from zatile.sw.arch.isa.forms import Decoded, Form, Trait
 
 __all__ = ["CLASSES", "FORMS", "FORMS_BY_NAME", "OPS", "decode", "ops_with"]
 
 #: The forms by class: one entry per table module, under its ``TITLE``.
 CLASSES: Mapping[str, tuple[Form, ...]] = MappingProxyType(
-    {module.TITLE: module.FORMS for module in (sme, sve, sve_int, sve_pred, sve_fp, sve_perm)})
+    {module.TITLE: module.FORMS
+     for module in (sme, sve, sve_int, sve_pred, sve_fp, sve_perm, sve_mem)})
 #: Every supported form, in table order.
 FORMS: tuple[Form, ...] = tuple(form for forms in CLASSES.values() for form in forms)
 FORMS_BY_NAME: Mapping[str, Form] = MappingProxyType({f.name: f for f in FORMS})
