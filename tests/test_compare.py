@@ -231,13 +231,13 @@ def test_compare_names_a_planted_difference(planted_rtl, place):
 @pytest.mark.parametrize("place", ["za", "x (scalar result)", "status"])
 def test_campaign_and_cli_report_a_planted_difference(planted_rtl, place, capsys, tmp_path):
     planted_rtl(place)
-    report = run_campaign(programs=2, svls=[128], length=8, seed=1, backends=["model", "rtl"])
+    report = run_campaign(programs=2, svls=[128], length=8, seed=4, backends=["model", "rtl"])
     assert len(report.mismatches) == 2 and not report.ok
-    assert report.mismatches[0].startswith("seed=1 svl=128 program=0: ")
-    campaign = ["campaign", "--programs", "2", "--svl", "128", "--length", "8", "--seed", "1",
+    assert report.mismatches[0].startswith("seed=4 svl=128 program=0: ")
+    campaign = ["campaign", "--programs", "2", "--svl", "128", "--length", "8", "--seed", "4",
                 "--backends", "model,rtl"]
     assert main(campaign) == 1
-    assert "MISMATCH seed=1 svl=128 program=0: " in capsys.readouterr().out
+    assert "MISMATCH seed=4 svl=128 program=0: " in capsys.readouterr().out
     program = tmp_path / "p.s"
     program.write_text(PROGRAM)
     state = tmp_path / "s.npz"
@@ -254,16 +254,16 @@ def test_campaign_and_cli_report_a_planted_difference(planted_rtl, place, capsys
 def test_campaign_saves_a_failing_program_to_replay(planted_rtl, tmp_path):
     planted_rtl("za")
     progress = []
-    report = run_campaign(programs=2, svls=[128], length=5, seed=3, backends=["model", "rtl"],
+    report = run_campaign(programs=2, svls=[128], length=5, seed=1, backends=["model", "rtl"],
                           progress=lambda done, total: progress.append((done, total)),
                           save_failures=tmp_path)
     assert progress == [(1, 2), (2, 2)]
-    folder = tmp_path / "seed3-svl128-p1"
+    folder = tmp_path / "seed1-svl128-p1"
     assert sorted(p.name for p in folder.iterdir()) == ["program.s", "replay.sh", "state.npz"]
     assert "zatile compare program.s --svl 128 --state-in state.npz --backends model,rtl" \
         in (folder / "replay.sh").read_text()
     assert ArchState.load(folder / "state.npz").svl == 128
-    assert report.saved == [str(tmp_path / "seed3-svl128-p0"), str(folder)]
+    assert report.saved == [str(tmp_path / "seed1-svl128-p0"), str(folder)]
     assert report.to_json_dict()["mismatches"] == report.mismatches
     assert report.to_json_dict()["saved"] == report.saved
 
@@ -284,9 +284,10 @@ def test_campaign_arguments_are_checked_in_user_terms(arguments, message):
 def test_a_qemu_quirk_never_reaches_the_model_rtl_pair(planted_rtl, qemu):
     """Campaign seed 7 once reported ``model != rtl: za row 11 byte 24``: the model run with
     QEMU's vertical-LD1 quirk was reused against the RTL. Here the "rtl" is the faithful model,
-    so any mismatch would be the quirk leaking."""
+    so any mismatch would be the quirk leaking (seed 2: with today's generator, a campaign whose
+    programs meet the quirk)."""
     planted_rtl(None)
-    report = run_campaign(programs=3, svls=[128, 256], length=20, seed=7,
+    report = run_campaign(programs=3, svls=[128, 256], length=20, seed=2,
                           backends=["model", "qemu", "rtl"])
     assert report.mismatches == []
     assert report.divergences["qemu-vertical-ld1-stale-tail"] >= 1

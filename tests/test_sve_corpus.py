@@ -110,7 +110,7 @@ Disassembly of section .text.kernel:
    4:\t80810000 \tfmopa\tza0.s, p0/m, p0/m, z0.s, z1.s
    8:\td65f03c0 \tret
    c:\td503457f \tsmstart\tza
-  10:\t0420bc20 \tmovprfx\tz0, z1
+  10:\t64832041 \tfcmla\tz1.s, p0/m, z2.s, z3.s, #90
   14:\t4ea18400 \tadd\tv0.4s, v0.4s, v1.4s
   18:\t05c04900 \tmov\tz0.s, #0xff800000
   1c:\t25b8c000 \tmov\tz0.s, #0
@@ -123,11 +123,11 @@ def test_objdump_lines_are_parsed_with_section_and_offset():
     instructions = census.parse_objdump(PLANTED_OBJDUMP, "planted.c", "-O2")
     assert len(instructions) == 10
     assert {i.section for i in instructions} == {".text.kernel"}
-    movprfx = instructions[4]
-    assert (movprfx.offset, movprfx.word, movprfx.mnemonic, movprfx.operands) == \
-        (0x10, 0x0420BC20, "movprfx", "z0, z1")
+    fcmla = instructions[4]
+    assert (fcmla.offset, fcmla.word, fcmla.mnemonic, fcmla.operands) == \
+        (0x10, 0x64832041, "fcmla", "z1.s, p0/m, z2.s, z3.s, #90")
     assert instructions[-1].operands == "20 <kernel+0x20>"
-    assert movprfx.place == "planted.c -O2 .text.kernel+0x10"
+    assert fcmla.place == "planted.c -O2 .text.kernel+0x10"
 
 
 def test_words_are_classified_by_encoding():
@@ -163,20 +163,21 @@ def test_census_of_planted_words_reports_what_the_table_lacks():
     renamed = census.Instruction("other.c", "-O1", ".text", 0x40, 0x25B8C000, "fmov", "z0.s, #0.0")
     forms = {form.name: form for form in census.take_census([*instructions, renamed])}
     assert set(forms) == {
-        "ptrue p.s", "fmopa za.s, p/m, p/m, z.s, z.s", "movprfx z, z",
+        "ptrue p.s", "fmopa za.s, p/m, p/m, z.s, z.s",
+        "fcmla z.s, p/m, z.s, z.s, #i",
         "mov z.s, #mask", "mov z.s, #i", "st1w {zah.s[w, i]}, p, [x, x, lsl #2]", "fmov z.s, #i"}
     assert forms["ptrue p.s"].space == "SVE"
     assert forms["fmopa za.s, p/m, p/m, z.s, z.s"].space == "SME"
     implemented = {name for name, form in forms.items() if form.status == "implemented"}
     assert implemented == {"ptrue p.s", "fmopa za.s, p/m, p/m, z.s, z.s", "mov z.s, #i",
                            "mov z.s, #mask", "st1w {zah.s[w, i]}, p, [x, x, lsl #2]"}
-    movprfx = forms["movprfx z, z"]
-    assert movprfx.status == "missing"
-    assert [(i.file, i.opt, i.section, i.offset) for i in movprfx.missing] == \
+    fcmla = forms["fcmla z.s, p/m, z.s, z.s, #i"]
+    assert fcmla.status == "missing"
+    assert [(i.file, i.opt, i.section, i.offset) for i in fcmla.missing] == \
         [("planted.c", "-O2", ".text.kernel", 0x10)]
-    assert movprfx.as_json()["missing_examples"] == [
+    assert fcmla.as_json()["missing_examples"] == [
         {"file": "planted.c", "opt": "-O2", "section": ".text.kernel", "offset": 0x10,
-         "word": "0420bc20"}]
+         "word": "64832041"}]
     # DUPM is in the table under its own mnemonic and prints as objdump's mov
     assert forms["mov z.s, #mask"].missing == []
     fmov = forms["fmov z.s, #i"]
