@@ -35,8 +35,6 @@ LINT_WAIVERS = {
     "WIDTHTRUNC": "likewise for truncation, e.g. '!' applied to a multi-bit slice",
     "CASEINCOMPLETE": "Yosys writes decoders as casez without a default and marks them "
                       "full_case/parallel_case; uncovered values are don't-cares",
-    "LATCH": "a full_case casez on a concatenation with a constant bit (a register-file read "
-             "port); every reachable value is covered, so no latch exists",
     "PROCASSINIT": "registers carry their reset value as a declaration initialiser, which is "
                    "how FPGA flows get power-on values",
     "DECLFILENAME": "one file holds the whole hierarchy, with Amaranth's hierarchical module "
