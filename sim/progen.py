@@ -265,6 +265,12 @@ def generate_program(rng: random.Random, svl: int, length: int, *,
         campaigns against QEMU keep this on.
     weights : dict, optional
         Override of :data:`OP_WEIGHTS`.
+
+    Raises
+    ------
+    ValueError
+        If ``length`` is negative, no operation has a positive weight, or only MOVPRFX does and
+        ``length`` is odd (its pairs cannot fill the program).
     """
     if length < 0:
         raise ValueError(f"program length must be non-negative, not {length}")
@@ -274,6 +280,13 @@ def generate_program(rng: random.Random, svl: int, length: int, *,
     for form in FORMS:
         by_op.setdefault(form.op, []).append(form)
     ops = [op for op in by_op if weights.get(op, 0) > 0]
+    if not ops:
+        raise ValueError("no operation has a positive weight")
+    if length % 2 and all(op in MOVPRFX_OPS for op in ops):
+        raise ValueError(f"a program of only MOVPRFX pairs cannot have an odd length ({length})")
+    while streaming_sve_only_when_sm and not initial.sm and all(
+            form.requires is Requires.STREAMING for op in ops for form in by_op[op]):
+        initial = _initial_state(rng, svl)      # nothing could start streaming mode later
     op_weights = [weights[op] for op in ops]
     streaming = initial.sm
     lines = []

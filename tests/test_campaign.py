@@ -113,3 +113,27 @@ def test_the_generator_draws_every_operation_of_the_table():
         seen |= {decode(word).form.op
                  for word in assemble(generate_program(rng, 128, 40).text)}
     assert seen == set(OPS), sorted(set(OPS) - seen)
+
+
+@pytest.mark.parametrize("weights, message", [
+    ({}, "no operation has a positive weight"),
+    ({"perm_movprfx": 1}, "only MOVPRFX pairs cannot have an odd length \\(7\\)")])
+def test_the_generator_refuses_weights_it_cannot_fill_a_program_with(weights, message):
+    from zatile.sim.progen import OP_WEIGHTS, generate_program
+    with pytest.raises(ValueError, match=message):
+        generate_program(random.Random(1), 128, 7,
+                         weights={**dict.fromkeys(OP_WEIGHTS, 0), **weights})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_program_of_movprfx_pairs_fills_an_even_length(seed):
+    """Also from initial states without streaming mode, which only streaming-SVE operations
+    could never leave (the generator starts such programs in streaming mode)."""
+    from zatile.sim.progen import OP_WEIGHTS, generate_program
+    from zatile.sw.arch.asm import assemble
+    from zatile.sw.arch.isa import decode
+    program = generate_program(random.Random(seed), 128, 8,
+                               weights={**dict.fromkeys(OP_WEIGHTS, 0), "perm_movprfx": 1})
+    ops = [decode(word).form.op for word in assemble(program.text)]
+    assert len(ops) == 8 and ops[::2] == ["perm_movprfx"] * 4
+    assert program.initial.sm
