@@ -12,13 +12,13 @@ import os
 import sys
 from importlib.metadata import version
 
-from zatile.sw.cli import bench, campaign, hardware, programs
+from zatile.sw.cli import bench, campaign, hardware, native, programs
 from zatile.sw.cli.common import CliError, Parser, error_line
 
 __all__ = ["main", "COMMAND_MODULES"]
 
 #: The modules that add subcommands, in ``--help`` order.
-COMMAND_MODULES = (programs, campaign, bench, hardware)
+COMMAND_MODULES = (programs, native, campaign, bench, hardware)
 
 
 def _parser() -> Parser:
