@@ -1,0 +1,576 @@
+"""Real programs: a static aarch64 Linux ELF on the host CPU, with a minimal Linux beneath it.
+
+:class:`ElfProcess` loads a static executable (pyelftools: PT_LOAD segments, the initial stack
+with argc/argv/envp/auxv) into a :class:`~zatile.sim.host_cpu.HostCpu` whose engine is any
+:class:`~zatile.sw.arch.engine.Engine` backend, and serves the system calls a static musl program
+makes on its way from ``_start`` to ``exit``.
+
+This is a standalone runner beside the kernel model's :class:`~zatile.sw.abi.kernel.Kernel`
+(whose processes are Python steps): one process, one thread, no preemption, no signal
+delivery to handlers (``rt_sigaction`` is recorded; a synchronous signal or a ``kill`` of
+itself ends the process with the default action). Its pieces (the loader, the auxv, the
+syscall handlers, taking a :class:`HostCpu` and a process state) are meant to move into the
+kernel model's process and thread objects when real processes join the scheduler.
+
+System calls not listed in :data:`SYSCALL_NAMES` return -ENOSYS and print one warning line
+naming the call (once per call number).
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Callable, Sequence
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from zatile.sim.engine import ModelEngine
+from zatile.sim.host_cpu import PROT_EXEC, PROT_READ, PROT_WRITE, HostCpu, Stop, StopKind
+from zatile.sim.state import MemoryFault
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.cpufeatures import SmeVectorLengths, hwcap2_from_id
+from zatile.sw.abi.sigframe import minimum_signal_stack_size
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.engine import Engine
+
+__all__ = ["ExecError", "ElfImage", "load_elf_image", "ElfProcess", "ProcessResult",
+           "SYSCALL_NAMES", "run_program"]
+
+PAGE = 0x1000
+#: Top of the main thread's stack, and its size.
+STACK_TOP = 0x0000_7FFF_FFFF_0000
+STACK_SIZE = 8 << 20
+#: Anonymous mmap()s are placed downwards from here.
+MMAP_TOP = 0x0000_7F00_0000_0000
+#: Where a static position-independent executable (ET_DYN) is loaded.
+PIE_BASE = 0x0000_5555_5555_0000
+
+# AT_* keys of the auxiliary vector.
+AT_NULL, AT_PHDR, AT_PHENT, AT_PHNUM, AT_PAGESZ, AT_BASE, AT_FLAGS, AT_ENTRY = 0, 3, 4, 5, 6, 7, 8, 9
+AT_UID, AT_EUID, AT_GID, AT_EGID, AT_PLATFORM, AT_HWCAP, AT_CLKTCK = 11, 12, 13, 14, 15, 16, 17
+AT_SECURE, AT_RANDOM, AT_HWCAP2, AT_EXECFN = 23, 25, 26, 31
+
+# AT_HWCAP of the Cortex-A72 the host CPU models: FP, ASIMD, AES, PMULL, SHA1, SHA2, CRC32,
+# CPUID (MRS of ID registers is emulated).
+HWCAP_A72 = 0x8FB
+
+_ERRNO = {"EPERM": 1, "ENOENT": 2, "ESRCH": 3, "EBADF": 9, "ENOMEM": 12, "EFAULT": 14,
+          "EINVAL": 22, "ENOTTY": 25, "ENOSYS": 38}
+
+# The arm64 system call numbers served here.
+SYSCALL_NAMES = {
+    29: "ioctl", 56: "openat", 57: "close", 63: "read", 64: "write", 66: "writev",
+    93: "exit", 94: "exit_group", 96: "set_tid_address", 99: "set_robust_list",
+    101: "nanosleep", 113: "clock_gettime", 124: "sched_yield", 129: "kill", 130: "tkill",
+    131: "tgkill", 134: "rt_sigaction", 135: "rt_sigprocmask", 160: "uname", 167: "prctl",
+    172: "getpid", 173: "getppid", 174: "getuid", 175: "geteuid", 176: "getgid",
+    177: "getegid", 178: "gettid", 214: "brk", 215: "munmap", 222: "mmap", 226: "mprotect",
+    233: "madvise", 261: "prlimit64", 278: "getrandom",
+}
+
+_PID = 1000
+_SIG_DFL, _SIG_IGN = 0, 1
+# Signals whose default action is to ignore them.
+_IGNORED_BY_DEFAULT = {17, 23, 28}     # SIGCHLD, SIGURG, SIGWINCH
+
+
+class ExecError(Exception):
+    """The file cannot be executed (missing, not an ELF, wrong machine, dynamic)."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    address: int
+    data: bytes
+    memory_size: int
+    prot: int
+
+
+@dataclass(frozen=True)
+class ElfImage:
+    """What ``execve`` takes from a static executable."""
+
+    path: str
+    entry: int
+    segments: tuple[Segment, ...]
+    phdr_address: int
+    phnum: int
+    phentsize: int
+
+
+def load_elf_image(path: str | Path) -> ElfImage:
+    """Parse a static aarch64 executable.
+
+    Raises
+    ------
+    ExecError
+        Missing or unreadable file, not an ELF, not 64-bit little-endian AArch64, not an
+        executable, or a dynamic executable (PT_INTERP).
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise ExecError(f"cannot read '{path}': {error.strerror}") from None
+    if raw[:4] != b"\x7fELF":
+        raise ExecError(f"'{path}' is not an ELF file")
+    try:
+        elf = ELFFile(io.BytesIO(raw))
+        if elf.elfclass != 64 or not elf.little_endian or elf["e_machine"] != "EM_AARCH64":
+            raise ExecError(f"'{path}' is not a 64-bit little-endian AArch64 ELF "
+                            f"({elf['e_machine']}, ELF{elf.elfclass})")
+        kind = elf["e_type"]
+        if kind not in ("ET_EXEC", "ET_DYN"):
+            raise ExecError(f"'{path}' is not an executable ({kind})")
+        segments = list(elf.iter_segments())
+        if any(segment["p_type"] == "PT_INTERP" for segment in segments):
+            raise ExecError(f"'{path}' is a dynamic executable; link it statically "
+                            f"(zatile cc does)")
+        base = PIE_BASE if kind == "ET_DYN" else 0
+        loads, phdr = [], None
+        for segment in segments:
+            if segment["p_type"] == "PT_PHDR":
+                phdr = base + segment["p_vaddr"]
+            if segment["p_type"] != "PT_LOAD" or segment["p_memsz"] == 0:
+                continue
+            flags = segment["p_flags"]
+            prot = (PROT_READ if flags & 4 else 0) | (PROT_WRITE if flags & 2 else 0) \
+                | (PROT_EXEC if flags & 1 else 0)
+            loads.append(Segment(base + segment["p_vaddr"], segment.data(),
+                                 segment["p_memsz"], prot))
+        if not loads:
+            raise ExecError(f"'{path}' has no loadable segment")
+        if phdr is None:
+            first = min(segments, key=lambda s: s["p_vaddr"] if s["p_type"] == "PT_LOAD"
+                        else 1 << 64)
+            phdr = base + first["p_vaddr"] + elf["e_phoff"] - first["p_offset"]
+        return ElfImage(str(path), base + elf["e_entry"], tuple(loads), phdr, elf["e_phnum"],
+                        elf["e_phentsize"])
+    except ELFError as error:
+        raise ExecError(f"'{path}' is not a valid ELF file: {error}") from None
+
+
+@dataclass
+class ProcessResult:
+    """How a program ended and what it cost."""
+
+    status: int
+    signal: int | None
+    wall_seconds: float
+    host_instructions: int
+    engine_instructions: int
+    engine_by_class: dict
+    syscalls: int
+    v_transfers: int
+    stop: Stop | None = None
+
+    def to_json_dict(self) -> dict:
+        return {"exit_status": self.status, "signal": self.signal,
+                "wall_seconds": round(self.wall_seconds, 6),
+                "host_instructions": self.host_instructions,
+                "engine_instructions": self.engine_instructions,
+                "engine_instructions_by_class": dict(self.engine_by_class),
+                "syscalls": self.syscalls, "v_transfers": self.v_transfers,
+                "context_switches": 0, "signals": int(self.signal is not None),
+                "za_bytes_saved": 0, "za_bytes_restored": 0}
+
+
+@dataclass
+class _Signals:
+    actions: dict[int, int] = field(default_factory=dict)    # signal -> handler address
+    blocked: int = 0
+
+
+def _page_down(value: int) -> int:
+    return value & ~(PAGE - 1)
+
+
+def _page_up(value: int) -> int:
+    return (value + PAGE - 1) & ~(PAGE - 1)
+
+
+class ElfProcess:
+    """One static ELF program on a :class:`HostCpu`, with the system calls it needs.
+
+    Parameters
+    ----------
+    image : ElfImage
+    argv, envp : sequence of str
+    svl : int
+        The engine's largest SVL in bits, and the process's SME vector length.
+    engine_class : callable
+        ``engine_class(config, memory)``: the engine backend (the reference model by default).
+    stdout, stderr : binary file objects
+        Where the program's fd 1 and fd 2 go.
+    count_instructions : bool
+        Count host instructions (slower; for ``--stats``).
+    """
+
+    def __init__(self, image: ElfImage, argv: Sequence[str], envp: Sequence[str] = (),
+                 svl: int = 512,
+                 engine_class: Callable[[EngineConfig, object], Engine] = ModelEngine,
+                 stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
+                 count_instructions: bool = False):
+        self.image = image
+        self.config = EngineConfig(max_svl=svl)
+        self.lengths = SmeVectorLengths.from_config(self.config)
+        self.cpu = HostCpu(lambda memory: engine_class(self.config, memory), self._syscall,
+                           count_instructions=count_instructions)
+        engine = self.cpu.engine
+        engine.smcr_len = svl // 128 - 1
+        engine.sme_enabled = True
+        self.sme_vl = svl // 8
+        self.stdout = stdout if stdout is not None else sys.stdout.buffer
+        self.stderr = stderr if stderr is not None else sys.stderr.buffer
+        self.syscalls = 0
+        self.signals = _Signals()
+        self._warned: set[int] = set()
+        self._random = random.Random(0x5A71E)
+        self._mmap_next = MMAP_TOP
+        self._load(argv, envp)
+
+    # ------------------------------------------------------------------ execve
+    def _load(self, argv: Sequence[str], envp: Sequence[str]) -> None:
+        cpu = self.cpu
+        pages: dict[int, int] = {}
+        for segment in self.image.segments:
+            for page in range(_page_down(segment.address),
+                              _page_up(segment.address + segment.memory_size), PAGE):
+                pages[page] = pages.get(page, 0) | segment.prot
+        for start, end, prot in _runs(pages):
+            cpu.map(start, end - start, prot)
+        for segment in self.image.segments:
+            cpu.write_memory(segment.address, segment.data)
+        self.brk_start = self.brk = _page_up(max(s.address + s.memory_size
+                                                 for s in self.image.segments))
+        cpu.map(STACK_TOP - STACK_SIZE, STACK_SIZE, PROT_READ | PROT_WRITE)
+        cpu.sp = self._initial_stack(argv, envp)
+        cpu.pc = self.image.entry
+
+    def auxv(self, random_address: int, execfn: int) -> list[tuple[int, int]]:
+        image = self.image
+        return [(AT_PHDR, image.phdr_address), (AT_PHENT, image.phentsize),
+                (AT_PHNUM, image.phnum), (AT_PAGESZ, PAGE), (AT_BASE, 0), (AT_FLAGS, 0),
+                (AT_ENTRY, image.entry), (AT_UID, 0), (AT_EUID, 0), (AT_GID, 0), (AT_EGID, 0),
+                (AT_HWCAP, HWCAP_A72), (AT_CLKTCK, 100), (AT_SECURE, 0),
+                (AT_RANDOM, random_address),
+                (AT_HWCAP2, hwcap2_from_id(self.cpu.engine.id_aa64smfr0)),
+                (c.AT_MINSIGSTKSZ, minimum_signal_stack_size(self.lengths.max_vl)),
+                (AT_EXECFN, execfn), (AT_NULL, 0)]
+
+    def _initial_stack(self, argv: Sequence[str], envp: Sequence[str]) -> int:
+        """Strings at the top, then AT_RANDOM's 16 bytes, then argc/argv/envp/auxv (16-aligned)."""
+        cursor = STACK_TOP - 16
+        addresses = []
+        for text in [*argv, *envp, self.image.path]:
+            data = text.encode() + b"\0"
+            cursor -= len(data)
+            self.cpu.write_memory(cursor, data)
+            addresses.append(cursor)
+        argv_addresses = addresses[:len(argv)]
+        envp_addresses = addresses[len(argv):len(argv) + len(envp)]
+        execfn = addresses[-1]
+        cursor = (cursor - 16) & ~15
+        self.cpu.write_memory(cursor, bytes(self._random.getrandbits(8) for _ in range(16)))
+        random_address = cursor
+        words = [len(argv), *argv_addresses, 0, *envp_addresses, 0]
+        for key, value in self.auxv(random_address, execfn):
+            words += [key, value]
+        cursor = (cursor - 8 * len(words)) & ~15
+        self.cpu.write_memory(cursor, struct.pack(f"<{len(words)}Q", *words))
+        return cursor
+
+    # ------------------------------------------------------------------ running
+    def run(self) -> ProcessResult:
+        start = time.perf_counter()
+        stop = self.cpu.run()
+        elapsed = time.perf_counter() - start
+        for stream in (self.stdout, self.stderr):
+            stream.flush()
+        if stop.kind is StopKind.EXIT:
+            status, signal = stop.status & 0xFF, None
+        else:
+            status, signal = 128 + stop.signal, stop.signal
+        stats = self.cpu.stats
+        return ProcessResult(status, signal, elapsed, stats.host_instructions,
+                             stats.engine_instructions, dict(stats.engine_by_class),
+                             self.syscalls, stats.v_pulls + stats.v_pushes, stop)
+
+    # ------------------------------------------------------------------ system calls
+    def _syscall(self, cpu: HostCpu) -> None:
+        # Kernel entry ends streaming mode (Z, P, V zero, FPSR reset); ZA is kept.
+        cpu.end_streaming_mode()
+        self.syscalls += 1
+        number = cpu.x(8)
+        arguments = [cpu.x(n) for n in range(6)]
+        handler = getattr(self, f"sys_{SYSCALL_NAMES.get(number, '')}", None)
+        if handler is None:
+            if number not in self._warned:
+                self._warned.add(number)
+                self.stderr.write(f"zatile: warning: system call {number} is not implemented "
+                                  f"(returns -ENOSYS)\n".encode())
+            result = -_ERRNO["ENOSYS"]
+        else:
+            try:
+                result = handler(*arguments)
+            except MemoryFault:
+                result = -_ERRNO["EFAULT"]
+        if result is not None:
+            cpu.set_x(0, result)
+
+    def _read(self, address: int, length: int) -> bytes:
+        return self.cpu.read_memory(address, length)
+
+    def _write(self, address: int, data: bytes) -> None:
+        self.cpu.memory.check(address, len(data), write=True)
+        self.cpu.write_memory(address, data)
+
+    def _stream(self, fd: int) -> BinaryIO | None:
+        return {1: self.stdout, 2: self.stderr}.get(fd)
+
+    def sys_write(self, fd, buffer, count, *_):
+        stream = self._stream(fd)
+        if stream is None:
+            return -_ERRNO["EBADF"]
+        stream.write(self._read(buffer, count))
+        return count
+
+    def sys_writev(self, fd, iov, iovcnt, *_):
+        stream = self._stream(fd)
+        if stream is None:
+            return -_ERRNO["EBADF"]
+        if iovcnt > 1024:
+            return -_ERRNO["EINVAL"]
+        total = 0
+        for index in range(iovcnt):
+            base, length = struct.unpack("<QQ", self._read(iov + 16 * index, 16))
+            stream.write(self._read(base, length))
+            total += length
+        return total
+
+    def sys_read(self, fd, buffer, count, *_):
+        return 0 if fd == 0 else -_ERRNO["EBADF"]
+
+    def sys_openat(self, *_):
+        return -_ERRNO["ENOENT"]          # no host file is ever reachable
+
+    def sys_close(self, fd, *_):
+        return 0 if fd in (0, 1, 2) else -_ERRNO["EBADF"]
+
+    def sys_ioctl(self, fd, request, *_):
+        return -_ERRNO["ENOTTY"]          # no terminals (TIOCGWINSZ: musl's isatty)
+
+    def sys_exit(self, status, *_):
+        self.cpu.stop(Stop(StopKind.EXIT, status=status & 0xFF))
+
+    def sys_exit_group(self, status, *_):
+        self.cpu.stop(Stop(StopKind.EXIT, status=status & 0xFF))
+
+    def sys_set_tid_address(self, *_):
+        return _PID
+
+    def sys_set_robust_list(self, *_):
+        return 0
+
+    def sys_getpid(self, *_):
+        return _PID
+
+    def sys_gettid(self, *_):
+        return _PID
+
+    def sys_getppid(self, *_):
+        return 1
+
+    def sys_getuid(self, *_):
+        return 0
+
+    sys_geteuid = sys_getgid = sys_getegid = sys_getuid
+
+    def sys_sched_yield(self, *_):
+        return 0
+
+    def sys_nanosleep(self, *_):
+        return 0
+
+    def sys_madvise(self, *_):
+        return 0
+
+    def sys_prlimit64(self, *_):
+        return -_ERRNO["ENOSYS"]
+
+    def sys_uname(self, buffer, *_):
+        fields = ("Linux", "zatile", "6.16.0-zatile", "#1 SMP", "aarch64", "(none)")
+        self._write(buffer, b"".join(f.encode().ljust(65, b"\0") for f in fields))
+        return 0
+
+    def sys_clock_gettime(self, clock, timespec, *_):
+        if clock > 11:
+            return -_ERRNO["EINVAL"]
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC if clock else time.CLOCK_REALTIME)
+        self._write(timespec, struct.pack("<qq", now // 10**9, now % 10**9))
+        return 0
+
+    def sys_getrandom(self, buffer, count, flags, *_):
+        count = min(count, 1 << 20)
+        self._write(buffer, bytes(self._random.getrandbits(8) for _ in range(count)))
+        return count
+
+    def sys_rt_sigaction(self, signal, action, old_action, size, *_):
+        if not 1 <= signal <= 64 or signal in (9, 19) and action or size != 8:
+            return -_ERRNO["EINVAL"]
+        if old_action:
+            self._write(old_action, struct.pack("<QQQQ", self.signals.actions.get(signal, 0),
+                                                0, 0, 0))
+        if action:
+            handler, = struct.unpack("<Q", self._read(action, 8))
+            self.signals.actions[signal] = handler
+        return 0
+
+    def sys_rt_sigprocmask(self, how, new, old, size, *_):
+        if size != 8 or how > 2:
+            return -_ERRNO["EINVAL"]
+        if old:
+            self._write(old, struct.pack("<Q", self.signals.blocked))
+        if new:
+            mask, = struct.unpack("<Q", self._read(new, 8))
+            mask &= ~((1 << 8) | (1 << 18))          # SIGKILL, SIGSTOP cannot be blocked
+            blocked = self.signals.blocked
+            self.signals.blocked = (blocked | mask, blocked & ~mask, mask)[how]
+        return 0
+
+    def _kill_self(self, signal: int):
+        if signal == 0:
+            return 0
+        if not 1 <= signal <= 64:
+            return -_ERRNO["EINVAL"]
+        action = self.signals.actions.get(signal, _SIG_DFL)
+        if action == _SIG_IGN or action == _SIG_DFL and signal in _IGNORED_BY_DEFAULT:
+            return 0
+        # Default action (or a handler, which this runner cannot run yet): terminate.
+        self.cpu.stop(Stop(StopKind.SIGNAL, signal=signal, address=self.cpu.pc,
+                           detail="kill" if action == _SIG_DFL else "handler not supported"))
+        return 0
+
+    def sys_kill(self, pid, signal, *_):
+        return self._kill_self(signal) if pid in (_PID, 0) else -_ERRNO["ESRCH"]
+
+    def sys_tkill(self, tid, signal, *_):
+        return self._kill_self(signal) if tid == _PID else -_ERRNO["ESRCH"]
+
+    def sys_tgkill(self, tgid, tid, signal, *_):
+        return self._kill_self(signal) if (tgid, tid) == (_PID, _PID) else -_ERRNO["ESRCH"]
+
+    def sys_brk(self, address, *_):
+        if address < self.brk_start:
+            return self.brk
+        new = _page_up(address)
+        old = _page_up(self.brk)
+        try:
+            if new > old:
+                if self.cpu.memory.mapped(old, new):
+                    return self.brk
+                self.cpu.map(old, new - old, PROT_READ | PROT_WRITE)
+            elif new < old:
+                self.cpu.unmap(new, old - new)
+        except Exception:
+            return self.brk
+        self.brk = address
+        return self.brk
+
+    def sys_mmap(self, address, length, prot, flags, fd, offset):
+        map_fixed, map_anonymous = 0x10, 0x20
+        if length == 0 or offset & (PAGE - 1):
+            return -_ERRNO["EINVAL"]
+        if not flags & map_anonymous:
+            return -_ERRNO["EBADF"]          # no files: every file descriptor is bad
+        size = _page_up(length)
+        if size > 1 << 40:
+            return -_ERRNO["ENOMEM"]
+        if flags & map_fixed:
+            if address & (PAGE - 1):
+                return -_ERRNO["EINVAL"]
+            self.cpu.unmap(address, size)
+        else:
+            address = self._find_free(size)
+        self.cpu.map(address, size, prot & 7)
+        return address
+
+    def _find_free(self, size: int) -> int:
+        candidate = self._mmap_next - size
+        while self.cpu.memory.mapped(candidate, candidate + size):
+            candidate -= size
+        self._mmap_next = candidate
+        return candidate
+
+    def sys_munmap(self, address, length, *_):
+        if address & (PAGE - 1) or length == 0:
+            return -_ERRNO["EINVAL"]
+        self.cpu.unmap(address, _page_up(length))
+        return 0
+
+    def sys_mprotect(self, address, length, prot, *_):
+        if address & (PAGE - 1):
+            return -_ERRNO["EINVAL"]
+        size = _page_up(length)
+        memory = self.cpu.memory
+        try:
+            memory.check(address, size)
+        except MemoryFault:
+            try:
+                memory.check(address, size, write=True)
+            except MemoryFault:
+                return -_ERRNO["ENOMEM"]
+        self.cpu.protect(address, size, prot & 7)
+        return 0
+
+    def sys_prctl(self, option, arg2, *_):
+        if option == c.PR_SME_GET_VL:
+            return self.sme_vl
+        if option == c.PR_SME_SET_VL:
+            if arg2 & ~(c.PR_SME_VL_LEN_MASK | c.PR_SME_VL_INHERIT | c.PR_SME_SET_VL_ONEXEC):
+                return -_ERRNO["EINVAL"]
+            vl = self.lengths.find_supported(arg2 & c.PR_SME_VL_LEN_MASK)
+            if arg2 & c.PR_SME_SET_VL_ONEXEC:
+                return vl
+            if vl != self.sme_vl:
+                # A live change: streaming mode already ended at syscall entry; ZA is lost.
+                self.cpu.exit_za()
+                self.cpu.tpidr2 = 0
+                self.cpu.engine.smcr_len = vl // 16 - 1
+                self.sme_vl = vl
+            return vl
+        return -_ERRNO["EINVAL"]
+
+
+def _runs(pages: dict[int, int]):
+    """Contiguous runs of pages with the same protection: (start, end, prot)."""
+    run = None
+    for page in sorted(pages):
+        prot = pages[page]
+        if run and run[1] == page and run[2] == prot:
+            run[1] = page + PAGE
+        else:
+            if run:
+                yield tuple(run)
+            run = [page, page + PAGE, prot]
+    if run:
+        yield tuple(run)
+
+
+def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
+                engine_class=ModelEngine, stdout: BinaryIO | None = None,
+                stderr: BinaryIO | None = None, count_instructions: bool = False,
+                environment: Sequence[str] | None = None) -> ProcessResult:
+    """Load and run a static aarch64 program; ``argv[0]`` is the path unless given."""
+    image = load_elf_image(path)
+    arguments = list(argv) or [str(path)]
+    envp = list(environment) if environment is not None else ["PATH=/bin", "HOME=/"]
+    process = ElfProcess(image, arguments, envp, svl=svl, engine_class=engine_class,
+                         stdout=stdout, stderr=stderr, count_instructions=count_instructions)
+    return process.run()
+
