@@ -37,6 +37,7 @@ What QEMU shows that the reference model may not (all measured on QEMU 10.0.2):
 from __future__ import annotations
 
 import re
+import resource
 import struct
 import subprocess
 import tempfile
@@ -523,3 +524,31 @@ def _parse_output(run: subprocess.CompletedProcess, initial: ArchState, layout: 
         x=block["x"], sp=int(block["sp"]),
         memory=Memory(final_memory))
     return QemuResult(state, trapped, za_valid)
+
+
+def qemu_sme_cpu_option(svl_bits: int) -> str:
+    """The ``-cpu`` value for compiled programs: SME with every SVL from 128 up to ``svl_bits``
+    supported and ``svl_bits`` the default, as ``zatile exec --svl`` configures the engine."""
+    if svl_bits not in (128, 256, 512, 1024, 2048):
+        raise ValueError(f"SVL must be a power of two between 128 and 2048 bits, not {svl_bits!r}")
+    lengths = ",".join(f"sme{bits}={'on' if bits <= svl_bits else 'off'}"
+                       for bits in (128, 256, 512, 1024, 2048))
+    # No FEAT_SME_FA64 (QEMU's max has it): Advanced SIMD in streaming mode must trap, as on
+    # the engine.
+    return f"max,sme=on,sme_fa64=off,{lengths},sme-default-vector-length={svl_bits // 8}"
+
+
+def run_qemu_program(path: str, argv: list[str], svl_bits: int, stdout=None, stderr=None,
+                     timeout: float | None = None) -> int:
+    """Run a static aarch64 program under ``qemu-aarch64`` (the oracle of ``zatile exec``).
+
+    ``argv[0]`` is what the program sees as its name. Returns the exit status as a shell
+    reports it (128 + signal when a signal ended it).
+    """
+    command = [find_tool("qemu"), "-cpu", qemu_sme_cpu_option(svl_bits), "-0", argv[0], path,
+               *argv[1:]]
+    # No core files: QEMU writes qemu_<prog>_<time>_<pid>.core into the working folder.
+    result = subprocess.run(command, stdout=stdout, stderr=stderr, timeout=timeout,
+                            env={"PATH": "/bin", "HOME": "/"},
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+    return 128 - result.returncode if result.returncode < 0 else result.returncode

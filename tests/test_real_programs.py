@@ -10,13 +10,20 @@ absent (fail instead when ZATILE_REQUIRE_TOOLS=1).
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
+import struct
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import need_tool
+from zatile.sim.host_cpu import SimdClass, simd_class
+from zatile.sim.qemu import qemu_sme_cpu_option
 from zatile.sim.tools import tools_required
+from zatile.sw.abi.elf_process import run_program
 from zatile.sw import toolchain
 from zatile.sw.cli import main
 from zatile.sw.runtime import RUNTIME_SOURCES
@@ -83,3 +90,107 @@ def test_cc_command_keeps_target_and_adds_runtime_only_when_linking():
     assert "--target=aarch64-linux-musl" in linking and "-mcpu=generic+sme" in linking
     assert str(RUNTIME_SOURCES[0]) in linking
     assert str(RUNTIME_SOURCES[0]) not in toolchain.compile_command(["a.c"], "a.o", ["-c"])
+
+
+def run_model(program: Path, *arguments: str, svl: int = 512):
+    """(exit status, stdout, stderr, result) of ``program`` on the host CPU + reference model."""
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    result = run_program(program, [str(program), *arguments], svl=svl, stdout=stdout,
+                         stderr=stderr)
+    return result.status, stdout.getvalue(), stderr.getvalue(), result
+
+
+def run_oracle(program: Path, *arguments: str, svl: int = 512):
+    """(exit status, stdout) of ``program`` under qemu-aarch64 at ``svl``."""
+    need_tool("qemu")
+    completed = subprocess.run(
+        ["qemu-aarch64", "-cpu", qemu_sme_cpu_option(svl), "-0", str(program), str(program),
+         *arguments], capture_output=True, timeout=60)
+    status = completed.returncode
+    return (128 - status if status < 0 else status), completed.stdout
+
+
+CASES = [
+    ("hello", ("world",), 7, b"hello from world with 1 argument(s)\n"),
+    ("streaming_add", (), 0, b"streaming add: 77 elements, ok\nvector bytes: at least 16\n"),
+    ("za_mopa", (), 0, b"svmopa into ZA: ok\n"),
+    ("faults", ("segv",), 139, b"dying by segv\n"),
+    ("faults", ("engine-segv",), 139, b"dying by engine-segv\n"),
+    ("faults", ("neon",), 132, b"dying by neon\n"),
+    ("faults", ("abort",), 134, b"dying by abort\n"),
+    ("faults", ("fp",), 0, b"dying by fp\n2.5\n"),
+]
+
+
+@pytest.mark.parametrize("svl", [128, 256, 512])
+@pytest.mark.parametrize("name, arguments, status, output", CASES,
+                         ids=[" ".join((case[0], *case[1])) for case in CASES])
+def test_program_matches_qemu(name, arguments, status, output, svl):
+    program = build(name)
+    model = run_model(program, *arguments, svl=svl)
+    assert model[:2] == (status, output), model[2].decode()
+    assert run_oracle(program, *arguments, svl=svl) == (status, output)
+
+
+def test_streaming_code_reaches_the_engine_and_v_follows_z():
+    status, _, _, result = run_model(build("streaming_add"), svl=128)
+    assert status == 0
+    # At SVL 128 the 77-element loops take 20 iterations each: tens of engine instructions.
+    assert result.engine_by_class["streaming"] > 100
+    # The float sum comes back in S0 across SMSTOP: V was read from the engine's Z0.
+    assert result.v_transfers >= 1
+
+
+def test_exec_forwards_output_and_status(capfd):
+    program = build("hello")
+    assert main(["exec", str(program), "there", "--svl", "256"]) == 7
+    assert capfd.readouterr().out == "hello from there with 1 argument(s)\n"
+    assert main(["exec", str(program), "--", "--svl"]) == 7
+    assert capfd.readouterr().out == "hello from --svl with 1 argument(s)\n"
+
+
+def test_exec_stats_json(tmp_path, capfd):
+    stats = tmp_path / "stats.json"
+    assert main(["exec", str(build("za_mopa")), "--stats", "--stats-json", str(stats)]) == 0
+    figures = json.loads(stats.read_text())
+    assert figures["exit_status"] == 0 and figures["engine_instructions"] > 0
+    assert figures["host_instructions"] > 1000
+    assert {"wall_seconds", "context_switches", "signals", "za_bytes_saved"} <= set(figures)
+    assert "engine instructions" in capfd.readouterr().err
+
+
+def test_exec_qemu_backend(capfd):
+    need_tool("qemu")
+    assert main(["exec", str(build("hello")), "--backend", "qemu", "q"]) == 7
+    assert capfd.readouterr().out == "hello from q with 1 argument(s)\n"
+
+
+def test_exec_rejects_what_it_cannot_run(tmp_path, capfd):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a program\n")
+    truncated = tmp_path / "truncated"
+    truncated.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9))
+    x86 = tmp_path / "x86"
+    x86.write_bytes(_elf_header(machine=62))
+    for path, message in ((tmp_path / "missing", "cannot read"), (text, "not an ELF"),
+                          (truncated, "not a valid ELF"), (x86, "AArch64")):
+        assert main(["exec", str(path)]) == 2
+        err = capfd.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("zatile: error:") and message in err, err
+
+
+def _elf_header(machine: int) -> bytes:
+    """A 64-byte ELF64 header with no program headers."""
+    ident = b"\x7fELF\x02\x01\x01" + bytes(9)
+    return ident + struct.pack("<HHIQQQIHHHHHH", 2, machine, 1, 0, 0, 0, 0, 64, 56, 0, 64, 0, 0)
+
+
+def test_simd_classes():
+    assert simd_class(0x4EA08400) is SimdClass.ILLEGAL     # add v0.4s, v0.4s, v0.4s
+    assert simd_class(0x5EE08400) is SimdClass.ILLEGAL     # add d0, d0, d0 (AdvSIMD scalar)
+    assert simd_class(0x4C407000) is SimdClass.ILLEGAL     # ld1 {v0.16b}, [x0]
+    assert simd_class(0x1E222820) is SimdClass.LEGAL       # fadd s0, s1, s2
+    assert simd_class(0x3DC00000) is SimdClass.LEGAL       # ldr q0, [x0]
+    assert simd_class(0x9E670000) is SimdClass.LEGAL       # fmov d0, x0
+    assert simd_class(0x8B020020) is SimdClass.NONE        # add x0, x1, x2
+    assert simd_class(0xF9400000) is SimdClass.NONE        # ldr x0, [x0]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from zatile.sw.cli.common import CliError
+import json
+
+from zatile.sw.cli.common import CliError, Parser, add_command, output_path, svl
 
 __all__ = ["register"]
 
@@ -68,7 +70,102 @@ def _cmd_cc(args) -> int:
     return 0
 
 
+_EXEC_BACKENDS = ("model", "qemu")
+
+
+def _exec_arguments(args) -> None:
+    """Take zatile's own options from after PROGRAM too (until ``--``); the rest is ARGS."""
+    own = Parser(prog="zatile exec", add_help=False)
+    _add_exec_options(own, defaults=False)
+    program_arguments, index, rest = [], 0, args.arguments
+    while index < len(rest):
+        argument = rest[index]
+        if argument == "--":
+            program_arguments += rest[index + 1:]
+            break
+        name = argument.split("=", 1)[0]
+        if name in ("--svl", "--backend", "--stats-json") and "=" not in argument:
+            own.parse_args([argument, *rest[index + 1:index + 2]], namespace=args)
+            index += 2
+            continue
+        if name in ("--svl", "--backend", "--stats-json", "--stats"):
+            own.parse_args([argument], namespace=args)
+        else:
+            program_arguments.append(argument)
+        index += 1
+    args.arguments = program_arguments
+
+
+def _add_exec_options(parser, defaults: bool = True) -> None:
+    keep = {} if defaults else {"default": argparse.SUPPRESS}
+    parser.add_argument("--svl", type=svl, metavar="BITS", **({"default": 512} | keep),
+                        help="the engine's largest SVL and the default SME vector length "
+                             "(default 512)")
+    parser.add_argument("--backend", choices=_EXEC_BACKENDS, **({"default": "model"} | keep),
+                        help="model: the host CPU with the reference model (default); qemu: "
+                             "qemu-aarch64 -cpu max,sme=on as the oracle")
+    parser.add_argument("--stats", action="store_true", **keep,
+                        help="print instruction counts and wall time to stderr afterwards")
+    parser.add_argument("--stats-json", type=output_path, metavar="FILE", **keep,
+                        help="write the same figures as one JSON object")
+
+
+def _cmd_exec(args) -> int:
+    from zatile.sw.abi.elf_process import ExecError, load_elf_image, run_program  # local: keeps `zatile --help` fast
+
+    if not args.command_line:
+        raise CliError("no PROGRAM given (usage: zatile exec PROGRAM [ARGS...] [--svl BITS] "
+                       "[--backend model|qemu] [--stats])")
+    args.program, args.arguments = args.command_line[0], args.command_line[1:]
+    _exec_arguments(args)
+    try:
+        load_elf_image(args.program)
+    except ExecError as error:
+        raise CliError(str(error)) from None
+    argv = [args.program, *args.arguments]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if args.backend == "qemu":
+        from zatile.sim.qemu import run_qemu_program  # local: keeps `zatile --help` fast
+        from zatile.sim.tools import ToolMissing  # local: keeps `zatile --help` fast
+
+        try:
+            return run_qemu_program(args.program, argv, args.svl)
+        except ToolMissing as error:
+            raise CliError(str(error)) from None
+    result = run_program(args.program, argv, svl=args.svl,
+                         count_instructions=bool(args.stats or args.stats_json))
+    figures = result.to_json_dict()
+    figures.update(backend=args.backend, svl=args.svl)
+    if args.stats:
+        seconds = max(result.wall_seconds, 1e-9)
+        classes = ", ".join(f"{name} {count}" for name, count
+                            in sorted(result.engine_by_class.items()))
+        sys.stderr.write(
+            f"zatile: {result.host_instructions} host instructions, "
+            f"{result.engine_instructions} engine instructions ({classes or 'none'}), "
+            f"{result.syscalls} system calls, {result.v_transfers} V/Z transfers, "
+            f"{result.wall_seconds:.3f} s "
+            f"({result.host_instructions / seconds:,.0f} host/s, "
+            f"{result.engine_instructions / seconds:,.0f} engine/s)\n")
+    if args.stats_json:
+        args.stats_json.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
+    return result.status
+
+
 def register(commands) -> None:
+    command = add_command(
+        commands, "exec", "run a static aarch64 Linux program: scalar code on the host CPU, "
+                          "SME on the engine; exits with the program's status",
+        "zatile exec ./gemm 64 --svl 256 --stats")
+    # One positional for PROGRAM and its arguments: argparse drops a "--" that directly
+    # follows a positional of its own, and "--" must reach _exec_arguments.
+    command.add_argument("command_line", nargs=argparse.REMAINDER, metavar="PROGRAM [ARGS...]",
+                         help="a static aarch64 ELF executable and its arguments (zatile's "
+                              "options may follow; everything after -- is the program's)")
+    _add_exec_options(command)
+    command.set_defaults(run=_cmd_exec)
+
     # Compiler options begin with '-', so this parser's own options begin with '+' (it has
     # none): everything after `cc` reaches the compiler unchanged.
     command = commands.add_parser(

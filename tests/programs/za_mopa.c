@@ -1,0 +1,52 @@
+// __arm_new("za"): an outer product accumulated into ZA with svmopa, read back row by row
+// with svread_hor_za32 and compared with the product computed in ordinary C.
+#include <arm_sme.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MAX_LANES 64                       // 32-bit lanes at SVL 2048
+
+// out[i][j] = sum over k of a[k][i] * b[k][j], for a lanes-by-lanes tile, k < depth.
+__arm_new("za") static void outer_products(const float *a, const float *b, float *out,
+                                           int depth) __arm_streaming {
+    uint64_t lanes = svcntw();
+    svbool_t all = svptrue_b32();
+    for (int k = 0; k < depth; k++) {
+        svfloat32_t column = svld1_f32(all, a + k * lanes);
+        svfloat32_t row = svld1_f32(all, b + k * lanes);
+        svmopa_za32_f32_m(0, all, all, column, row);
+    }
+    for (uint32_t i = 0; i < lanes; i++) {
+        svfloat32_t slice = svread_hor_za32_f32_m(svdup_f32(0.0f), all, 0, i);
+        svst1_f32(all, out + i * lanes, slice);
+    }
+}
+
+static uint64_t lanes_of_32_bits(void) __arm_streaming { return svcntw(); }
+
+int main(void) {
+    enum { DEPTH = 5 };
+    static float a[DEPTH * MAX_LANES], b[DEPTH * MAX_LANES], out[MAX_LANES * MAX_LANES];
+    int lanes = (int)lanes_of_32_bits();
+    for (int k = 0; k < DEPTH; k++)
+        for (int i = 0; i < lanes; i++) {
+            a[k * lanes + i] = (float)(i + k);
+            b[k * lanes + i] = (float)(2 * i - k);
+        }
+    outer_products(a, b, out, DEPTH);
+    int errors = 0;
+    for (int i = 0; i < lanes; i++)
+        for (int j = 0; j < lanes; j++) {
+            float expected = 0.0f;
+            for (int k = 0; k < DEPTH; k++)
+                expected += a[k * lanes + i] * b[k * lanes + j];
+            if (out[i * lanes + j] != expected) {
+                if (errors < 5)
+                    printf("za[%d][%d] = %f, expected %f\n", i, j, (double)out[i * lanes + j],
+                           (double)expected);
+                errors++;
+            }
+        }
+    printf("svmopa into ZA: %s\n", errors ? "FAILED" : "ok");
+    return errors ? 1 : 0;
+}
