@@ -110,6 +110,15 @@ def run_oracle(program: Path, *arguments: str, svl: int = 512):
     return (128 - status if status < 0 else status), completed.stdout
 
 
+SME_ABI_OUTPUT = "".join(f"{check:<44} ok\n" for check in (
+    "__arm_has_sme", "not streaming in main", "lazy save committed by a new-ZA callee",
+    "lazy save abandoned by a plain callee", "agnostic-ZA callee, ZA left dormant",
+    "agnostic-ZA callee, lazy save committed", "locally streaming",
+    "streaming-compatible from non-streaming", "streaming-compatible from streaming",
+    "__arm_get_current_vg non-streaming", "__arm_get_current_vg streaming",
+    "__arm_sme_state_size with ZA off", "__arm_za_disable with ZA off")).encode() \
+    + b"SME ABI: ok\n"
+
 CASES = [
     ("hello", ("world",), 7, b"hello from world with 1 argument(s)\n"),
     ("streaming_add", (), 0, b"streaming add: 77 elements, ok\nvector bytes: at least 16\n"),
@@ -119,6 +128,9 @@ CASES = [
     ("faults", ("neon",), 132, b"dying by neon\n"),
     ("faults", ("abort",), 134, b"dying by abort\n"),
     ("faults", ("fp",), 0, b"dying by fp\n2.5\n"),
+    ("faults", ("tpidr2-reserved",), 134, b"dying by tpidr2-reserved\n"),
+    ("faults", ("sme-save-misaligned",), 134, b"dying by sme-save-misaligned\n"),
+    ("sme_abi", (), 0, SME_ABI_OUTPUT),
 ]
 
 
