@@ -44,6 +44,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -84,6 +85,15 @@ _V_REGISTERS = tuple(a64.UC_ARM64_REG_V0 + n for n in range(32))
 _STR_Z = tuple(assemble_line(f"str z{n}, [x0]") for n in range(32))
 _LDR_Z = tuple(assemble_line(f"ldr z{n}, [x0]") for n in range(32))
 _SMSTOP_SM, _SMSTOP_ZA = assemble_line("smstop sm"), assemble_line("smstop za")
+
+
+@lru_cache(maxsize=8192)
+def _engine_form(word: int) -> tuple[str, bool] | None:
+    """(PSTATE class, writes SVCR) of an instruction of the table, None for any other word."""
+    decoded = decode(word)
+    if decoded is None:
+        return None
+    return decoded.form.requires.value, Trait.SVCR_WRITE in decoded.form.traits
 
 
 class SimdClass(Enum):
@@ -468,10 +478,11 @@ class HostCpu:
             self._kissue(_LDR_Z[n], rn=SCRATCH_BASE)
 
     def _engine_instruction(self, pc: int, word: int) -> None:
-        decoded = decode(word)
-        if decoded is None:
+        form = _engine_form(word)
+        if form is None:
             self._signal(SIGILL, pc, f"undefined instruction 0x{word:08x}")
             return
+        kind, writes_svcr = form
         engine = self.engine
         if self._v_written:
             self._push_v()
@@ -483,7 +494,6 @@ class HostCpu:
         result = engine.issue(word, read_operands(word, self.registers))
         stats = self.stats
         stats.engine_instructions += 1
-        kind = decoded.form.requires.value
         stats.engine_by_class[kind] = stats.engine_by_class.get(kind, 0) + 1
         if result.status is Status.OK:
             write_result(word, result.scalar, self.registers)
@@ -492,7 +502,7 @@ class HostCpu:
             if result.fpsr_flags:
                 self.uc.reg_write(a64.UC_ARM64_REG_FPSR,
                                   self.uc.reg_read(a64.UC_ARM64_REG_FPSR) | result.fpsr_flags)
-            if Trait.SVCR_WRITE in decoded.form.traits and (engine.svcr ^ before) & SVCR_SM:
+            if writes_svcr and (engine.svcr ^ before) & SVCR_SM:
                 self._sm_changed()
             elif engine.svcr & SVCR_SM:
                 self._v_stale = True

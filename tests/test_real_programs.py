@@ -131,6 +131,7 @@ CASES = [
     ("faults", ("tpidr2-reserved",), 134, b"dying by tpidr2-reserved\n"),
     ("faults", ("sme-save-misaligned",), 134, b"dying by sme-save-misaligned\n"),
     ("sme_abi", (), 0, SME_ABI_OUTPUT),
+    ("gemm_f32", (), 0, b"gemm 19x23x7: ok; hash 8c1fd4496fdf35c3\n"),
 ]
 
 

@@ -67,7 +67,7 @@ _ERRNO = {"EPERM": 1, "ENOENT": 2, "ESRCH": 3, "EBADF": 9, "ENOMEM": 12, "EFAULT
 SYSCALL_NAMES = {
     29: "ioctl", 56: "openat", 57: "close", 63: "read", 64: "write", 66: "writev",
     93: "exit", 94: "exit_group", 96: "set_tid_address", 99: "set_robust_list",
-    101: "nanosleep", 113: "clock_gettime", 124: "sched_yield", 129: "kill", 130: "tkill",
+    101: "nanosleep", 113: "clock_gettime", 123: "sched_getaffinity", 124: "sched_yield", 129: "kill", 130: "tkill",
     131: "tgkill", 134: "rt_sigaction", 135: "rt_sigprocmask", 160: "uname", 167: "prctl",
     172: "getpid", 173: "getppid", 174: "getuid", 175: "geteuid", 176: "getgid",
     177: "getegid", 178: "gettid", 214: "brk", 215: "munmap", 222: "mmap", 226: "mprotect",
@@ -390,6 +390,14 @@ class ElfProcess:
         return 0
 
     sys_geteuid = sys_getgid = sys_getegid = sys_getuid
+
+    def sys_sched_getaffinity(self, pid, size, mask, *_):
+        if pid not in (0, _PID):
+            return -_ERRNO["ESRCH"]
+        if size < 8 or size & 7:
+            return -_ERRNO["EINVAL"]
+        self._write(mask, (1).to_bytes(8, "little"))       # one CPU
+        return 8
 
     def sys_sched_yield(self, *_):
         return 0
