@@ -401,8 +401,13 @@ class HostCpu:
         return self._stop
 
     def stop(self, stop: Stop) -> None:
-        """End :meth:`run` with ``stop`` (for the syscall handler and the hooks)."""
-        self._stop = stop
+        """End :meth:`run` with ``stop`` (for the syscall handler and the hooks).
+
+        The first reason wins: Unicorn may run the rest of a translated block after a stop
+        requested from an instruction hook, and nothing it does then may count.
+        """
+        if self._stop is None:
+            self._stop = stop
         self.uc.emu_stop()
 
     def _memory_stop(self, error: UcError) -> Stop:
@@ -423,6 +428,9 @@ class HostCpu:
         self.stop(Stop(StopKind.SIGNAL, signal=signal, address=address, detail=detail))
 
     def _on_interrupt(self, uc, intno: int, data) -> None:
+        if self._stop is not None:
+            self.uc.emu_stop()
+            return
         try:
             if intno == 2:
                 if self.syscall is None:
@@ -540,6 +548,9 @@ class HostCpu:
             self._kissue(_SMSTOP_ZA)
 
     def _on_streaming_instruction(self, uc, address: int, size: int, data) -> None:
+        if self._stop is not None:
+            self.uc.emu_stop()
+            return
         kind = self._simd_classes.get(address)
         if kind is None:
             (word,) = struct.unpack("<I", uc.mem_read(address, 4))
@@ -554,6 +565,9 @@ class HostCpu:
 
     # ------------------------------------------------------------------ system registers
     def _on_system_register(self, uc, reg: int, cp, data) -> int:
+        if self._stop is not None:
+            self.uc.emu_stop()
+            return 1
         op0, op1, crn, crm, op2 = cp.op0, cp.op1, cp.crn, cp.crm, cp.op2
         is_read = (uc.mem_read(self.pc, 4)[2] & 0x20) != 0      # L bit (21) of MRS/MSR
         if op0 == 3 and op1 == 3 and crn == 13 and crm == 0 and op2 == 5:     # TPIDR2_EL0

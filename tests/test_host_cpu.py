@@ -1,0 +1,97 @@
+"""The host CPU (sim/host_cpu.py) on hand-assembled code: engine hand-off, V/Z coherence,
+streaming-mode SIGILL, system registers, faults. Words are given as numbers so that no
+assembler is needed; the SME/SVE ones come from zatile's own assembler."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from unicorn import arm64_const as a64
+
+from zatile.sim.engine import ModelEngine
+from zatile.sim.host_cpu import (PROT_EXEC, PROT_READ, PROT_WRITE, SIGILL, SIGSEGV, HostCpu,
+                                 Stop, StopKind)
+from zatile.sw.arch.asm import assemble_line
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE
+
+CODE, DATA = 0x10000, 0x20000
+FMOV_S0_1 = 0x1E2E1000          # fmov s0, #1.0
+FMOV_W1_S2 = 0x1E260041         # fmov w1, s2
+ADD_V0_4S = 0x4EA08400          # add v0.4s, v0.4s, v0.4s
+SVC = 0xD4000001                # svc #0
+MRS_X2_PFR1 = 0xD5380422        # mrs x2, id_aa64pfr1_el1
+MRS_X3_SMFR0 = 0xD53804A3       # mrs x3, id_aa64smfr0_el1
+MSR_TPIDR2_X4 = 0xD51BD0A4      # msr tpidr2_el0, x4
+MRS_X5_TPIDR2 = 0xD53BD0A5      # mrs x5, tpidr2_el0
+MRS_X6_SCTLR = 0xD5381006       # mrs x6, sctlr_el1
+
+
+def make_cpu(words, svl=256):
+    def exit_on_svc(cpu):
+        cpu.stop(Stop(StopKind.EXIT, status=cpu.x(0)))
+
+    config = EngineConfig(max_svl=svl)
+    cpu = HostCpu(lambda memory: ModelEngine(config, memory), exit_on_svc)
+    cpu.engine.smcr_len = svl // 128 - 1
+    cpu.engine.sme_enabled = True
+    cpu.map(CODE, 0x1000, PROT_READ | PROT_EXEC)
+    cpu.map(DATA, 0x1000, PROT_READ | PROT_WRITE)
+    words = [assemble_line(w) if isinstance(w, str) else w for w in words] + [SVC]
+    cpu.write_memory(CODE, struct.pack(f"<{len(words)}I", *words))
+    cpu.pc = CODE
+    return cpu
+
+
+def test_v_written_by_the_cpu_in_streaming_mode_reaches_z_with_the_upper_bits_zero():
+    cpu = make_cpu(["smstart sm", "fmov z1.s, #2.0", FMOV_S0_1, "mov z1.d, z0.d",
+                    "str z1, [x0]", "smstop sm"])
+    cpu.set_x(0, DATA)
+    assert cpu.run().kind is StopKind.EXIT
+    stored = cpu.read_memory(DATA, 32)
+    assert stored == struct.pack("<f", 1.0) + bytes(28)
+    assert cpu.stats.v_pushes == 1
+
+
+def test_z_written_by_the_engine_is_read_as_v_and_sm_changes_reset_v_and_fpsr():
+    cpu = make_cpu(["smstart sm", "fmov z2.s, #2.0", FMOV_W1_S2])
+    assert cpu.run().kind is StopKind.EXIT
+    assert cpu.x(1) == 0x40000000 and cpu.stats.v_pulls == 1
+    assert cpu.streaming
+    cpu.end_streaming_mode()
+    assert not cpu.streaming and cpu.v(2) == 0
+    assert cpu.uc.reg_read(a64.UC_ARM64_REG_FPSR) \
+        == FPSR_RESET_ON_SM_CHANGE
+
+
+def test_advanced_simd_is_sigill_only_in_streaming_mode():
+    cpu = make_cpu([ADD_V0_4S, "smstart sm", ADD_V0_4S])
+    stop = cpu.run()
+    assert (stop.kind, stop.signal, stop.address) == (StopKind.SIGNAL, SIGILL, CODE + 8)
+
+
+def test_scalar_results_flags_and_system_registers():
+    cpu = make_cpu(["smstart sm", "rdsvl x7, #1", "whilelt p0.s, xzr, x9", MRS_X2_PFR1,
+                    MRS_X3_SMFR0, MSR_TPIDR2_X4, MRS_X5_TPIDR2, "smstop sm"])
+    cpu.set_x(4, 0x1234_5678)
+    cpu.set_x(9, 0)                   # no active element: Z=1, C=1 (NONE, !LAST)
+    assert cpu.run().kind is StopKind.EXIT
+    assert cpu.x(7) == 32
+    assert cpu.uc.reg_read(a64.UC_ARM64_REG_NZCV) >> 28 == 0b0110
+    assert (cpu.x(2) >> 24) & 0xF == 1                # SME
+    assert cpu.x(3) == cpu.engine.id_aa64smfr0
+    assert cpu.x(5) == 0x1234_5678 == cpu.tpidr2
+
+
+@pytest.mark.parametrize("words, signal", [
+    ([MRS_X6_SCTLR], SIGILL),                         # EL1 register at EL0
+    ([0x00000000], SIGILL),                           # udf #0: not an engine word either
+    (["smstart sm", "ptrue p0.s", "st1w {z0.s}, p0, [x0]"], SIGSEGV),   # engine store, unmapped
+    ([0xF900001F], SIGSEGV),                          # str xzr, [x0]: host store, unmapped
+])
+def test_faults_stop_the_cpu_with_a_signal(words, signal):
+    cpu = make_cpu(words)
+    cpu.set_x(0, 0x40_0000)
+    stop = cpu.run()
+    assert (stop.kind, stop.signal) == (StopKind.SIGNAL, signal), stop
