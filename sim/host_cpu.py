@@ -84,7 +84,8 @@ _V_REGISTERS = tuple(a64.UC_ARM64_REG_V0 + n for n in range(32))
 
 _STR_Z = tuple(assemble_line(f"str z{n}, [x0]") for n in range(32))
 _LDR_Z = tuple(assemble_line(f"ldr z{n}, [x0]") for n in range(32))
-_SMSTOP_SM, _SMSTOP_ZA = assemble_line("smstop sm"), assemble_line("smstop za")
+_SMSTART_SM, _SMSTOP_SM = assemble_line("smstart sm"), assemble_line("smstop sm")
+_SMSTOP_ZA = assemble_line("smstop za")
 
 
 @lru_cache(maxsize=8192)
@@ -540,6 +541,12 @@ class HostCpu:
         """SMSTOP SM as the kernel does on syscall entry (ZA kept)."""
         if self.streaming:
             self._kissue(_SMSTOP_SM)
+            self._sm_changed()
+
+    def start_streaming_mode(self) -> None:
+        """SMSTART SM on the CPU's own behalf (a caller entering a streaming function)."""
+        if not self.streaming:
+            self._kissue(_SMSTART_SM)
             self._sm_changed()
 
     def exit_za(self) -> None:

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need_tool
-from zatile.sim.host_cpu import SimdClass, simd_class
+from zatile.sim.host_cpu import PROT_READ, PROT_WRITE, SimdClass, simd_class
 from zatile.sim.qemu import qemu_sme_cpu_option
 from zatile.sim.tools import tools_required
-from zatile.sw.abi.elf_process import run_program
 from zatile.sw import toolchain
+from zatile.sw.abi.elf_process import ElfProcess, load_elf_image, run_program
 from zatile.sw.cli import main
 from zatile.sw.runtime import RUNTIME_SOURCES
 
@@ -154,6 +154,22 @@ def test_streaming_code_reaches_the_engine_and_v_follows_z():
     # The float sums come back in S0 across SMSTOP (V read from the engine's Z0) and the scale
     # goes in through a reload of S0 in streaming mode (V written to the engine's Z0).
     assert result.v_transfers >= 2
+
+
+def test_python_api_calls_an_exported_streaming_function_after_the_run():
+    image = load_elf_image(build("za_mopa"))
+    process = ElfProcess(image, ["za_mopa"], svl=256, stdout=io.BytesIO())
+    assert process.run().status == 0
+    cpu = process.cpu
+    buffer = 0x7000_0000
+    cpu.map(buffer, 0x1000, PROT_READ | PROT_WRITE)
+    a, b = list(range(1, 20)), [3 * i - 7 for i in range(19)]
+    cpu.write_memory(buffer, struct.pack("<19i", *a))
+    cpu.write_memory(buffer + 0x100, struct.pack("<19i", *b))
+    result = process.call("dot_s32", buffer, buffer + 0x100, 19, streaming=True)
+    assert result == sum(x * y for x, y in zip(a, b))
+    assert not cpu.streaming
+    assert cpu.read_memory(buffer, 8) == struct.pack("<2i", 1, 2)
 
 
 def test_exec_forwards_output_and_status(capfd):

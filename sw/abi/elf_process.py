@@ -25,7 +25,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable, Sequence
+from types import MappingProxyType
+from typing import BinaryIO, Callable, Mapping, Sequence
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -48,6 +49,9 @@ STACK_TOP = 0x0000_7FFF_FFFF_0000
 STACK_SIZE = 8 << 20
 #: Anonymous mmap()s are placed downwards from here.
 MMAP_TOP = 0x0000_7F00_0000_0000
+#: The return address of :meth:`ElfProcess.call`: a page holding ``BRK #0x5A7``.
+RETURN_PAGE = 0x0000_7FFF_FFFF_F000
+_BRK_RETURN = 0xD420_B4E0            # brk #0x5a7
 #: Where a static position-independent executable (ET_DYN) is loaded.
 PIE_BASE = 0x0000_5555_5555_0000
 
@@ -102,6 +106,8 @@ class ElfImage:
     phdr_address: int
     phnum: int
     phentsize: int
+    #: Addresses of the functions and data objects of the symbol table, by name.
+    symbols: Mapping[str, int] = field(default_factory=dict)
 
 
 def load_elf_image(path: str | Path) -> ElfImage:
@@ -149,8 +155,15 @@ def load_elf_image(path: str | Path) -> ElfImage:
             first = min(segments, key=lambda s: s["p_vaddr"] if s["p_type"] == "PT_LOAD"
                         else 1 << 64)
             phdr = base + first["p_vaddr"] + elf["e_phoff"] - first["p_offset"]
+        symbols = {}
+        table = elf.get_section_by_name(".symtab")
+        if table is not None:
+            for symbol in table.iter_symbols():
+                if symbol["st_info"]["type"] in ("STT_FUNC", "STT_OBJECT") and symbol.name \
+                        and symbol["st_shndx"] != "SHN_UNDEF":
+                    symbols.setdefault(symbol.name, base + symbol["st_value"])
         return ElfImage(str(path), base + elf["e_entry"], tuple(loads), phdr, elf["e_phnum"],
-                        elf["e_phentsize"])
+                        elf["e_phentsize"], MappingProxyType(symbols))
     except ELFError as error:
         raise ExecError(f"'{path}' is not a valid ELF file: {error}") from None
 
@@ -300,6 +313,47 @@ class ElfProcess:
         return ProcessResult(status, signal, elapsed, stats.host_instructions,
                              stats.engine_instructions, dict(stats.engine_by_class),
                              self.syscalls, stats.v_pulls + stats.v_pushes, stop)
+
+    # ------------------------------------------------------------------ calling functions
+    def symbol(self, name: str) -> int:
+        """The address of function or object ``name`` (KeyError if the program has none)."""
+        return self.image.symbols[name]
+
+    def call(self, function: str | int, *arguments: int, streaming: bool = False) -> int:
+        """Call ``function`` (a symbol or an address) with up to eight integer or pointer
+        arguments under the AAPCS64 and return X0.
+
+        Meant for after :meth:`run` (the C library is initialised) or instead of it.
+        ``streaming=True`` calls a function with the streaming interface (``__arm_streaming``):
+        PSTATE.SM is set before the call and cleared after it, as a non-streaming caller's
+        compiler would. A floating-point result is in ``cpu.v(0)``.
+
+        Raises
+        ------
+        ValueError
+            More than eight arguments.
+        RuntimeError
+            The function did not return (it exited or a signal stopped it).
+        """
+        if len(arguments) > 8:
+            raise ValueError(f"at most 8 register arguments, not {len(arguments)}")
+        cpu = self.cpu
+        if not cpu.memory.mapped(RETURN_PAGE, RETURN_PAGE + PAGE):
+            cpu.map(RETURN_PAGE, PAGE, PROT_READ | PROT_EXEC)
+            cpu.write_memory(RETURN_PAGE, _BRK_RETURN.to_bytes(4, "little"))
+        address = self.symbol(function) if isinstance(function, str) else function
+        for number, value in enumerate(arguments):
+            cpu.set_x(number, value)
+        cpu.set_x(30, RETURN_PAGE)
+        cpu.sp = (STACK_TOP - STACK_SIZE // 2) & ~15
+        if streaming:
+            cpu.start_streaming_mode()
+        stop = cpu.run(address)
+        if stop.kind is not StopKind.SIGNAL or stop.address != RETURN_PAGE:
+            raise RuntimeError(f"{function} did not return: {stop}")
+        if streaming:
+            cpu.end_streaming_mode()
+        return cpu.x(0)
 
     # ------------------------------------------------------------------ system calls
     def _syscall(self, cpu: HostCpu) -> None:

@@ -22,6 +22,17 @@ __arm_new("za") static void outer_products(const float *a, const float *b, float
     }
 }
 
+// Exported for the Python API (ElfProcess.call): a streaming dot product with predicated tails.
+__attribute__((noinline, used)) int64_t dot_s32(const int32_t *a, const int32_t *b, int64_t n)
+    __arm_streaming {
+    svint32_t total = svdup_s32(0);
+    for (int64_t i = 0; i < n; i += (int64_t)svcntw()) {
+        svbool_t active = svwhilelt_b32_s64(i, n);
+        total = svmla_s32_m(active, total, svld1_s32(active, a + i), svld1_s32(active, b + i));
+    }
+    return svaddv_s32(svptrue_b32(), total);
+}
+
 static uint64_t lanes_of_32_bits(void) __arm_streaming { return svcntw(); }
 
 int main(void) {
