@@ -116,7 +116,8 @@ SME_ABI_OUTPUT = "".join(f"{check:<44} ok\n" for check in (
     "agnostic-ZA callee, lazy save committed", "locally streaming",
     "streaming-compatible from non-streaming", "streaming-compatible from streaming",
     "__arm_get_current_vg non-streaming", "__arm_get_current_vg streaming",
-    "__arm_sme_state_size with ZA off", "__arm_za_disable with ZA off")).encode() \
+    "__arm_sme_state_size with ZA off", "__arm_sc_memcpy/memmove/memset/memchr",
+    "__arm_za_disable with ZA off")).encode() \
     + b"SME ABI: ok\n"
 
 CASES = [

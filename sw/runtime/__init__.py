@@ -4,7 +4,8 @@
 ``__arm_tpidr2_restore``, ``__arm_sme_state``, ``__arm_za_disable``, ``__arm_get_current_vg``,
 ``__arm_sme_state_size``, ``__arm_sme_save``, ``__arm_sme_restore``) with the contracts of the
 AAPCS64 (preserved registers, abort cases, buffer layouts) as compiler-rt's ``sme-abi.S``
-implements them.
+implements them, and the streaming-compatible ``__arm_sc_memcpy``, ``__arm_sc_memmove``,
+``__arm_sc_memset`` and ``__arm_sc_memchr`` (general-register code only).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 // The SME ABI support routines (AAPCS64 "SME support routines"), for static musl programs.
 //
+// Then the streaming-compatible __arm_sc_memcpy/memmove/memset/memchr.
+//
 // Each routine keeps the registers its contract preserves: the scratch registers used are
 // x14-x17 (the routines that preserve X1-X15 use only x16/x17 besides x0). None uses an FP or
 // Advanced SIMD instruction, so all are streaming-compatible on a CPU without FEAT_SME_FA64.
@@ -226,5 +228,94 @@ __arm_sme_restore:
 2:  ret
 3:  b __zatile_sme_abort
     .size __arm_sme_restore, . - __arm_sme_restore
+
+// The streaming-compatible string routines: the C contracts of memcpy, memmove, memset and
+// memchr, in general-register code only (legal in and out of streaming mode). Eight bytes at a
+// time while at least eight remain, then bytes.
+
+// void *__arm_sc_memcpy(void *dest, const void *src, size_t n)
+    .globl __arm_sc_memcpy
+    .p2align 2
+    .type __arm_sc_memcpy, %function
+__arm_sc_memcpy:
+    mov x3, x0
+1:  cmp x2, #8
+    b.lo 2f
+    ldr x4, [x1], #8
+    str x4, [x3], #8
+    sub x2, x2, #8
+    b 1b
+2:  cbz x2, 3f
+    ldrb w4, [x1], #1
+    strb w4, [x3], #1
+    sub x2, x2, #1
+    b 2b
+3:  ret
+    .size __arm_sc_memcpy, . - __arm_sc_memcpy
+
+// void *__arm_sc_memmove(void *dest, const void *src, size_t n): backwards when dest overlaps
+// the source from above.
+    .globl __arm_sc_memmove
+    .p2align 2
+    .type __arm_sc_memmove, %function
+__arm_sc_memmove:
+    sub x3, x0, x1
+    cmp x3, x2
+    b.hs __arm_sc_memcpy                // dest - src >= n (unsigned): forward copy is safe
+    add x1, x1, x2
+    add x3, x0, x2
+1:  cmp x2, #8
+    b.lo 2f
+    ldr x4, [x1, #-8]!
+    str x4, [x3, #-8]!
+    sub x2, x2, #8
+    b 1b
+2:  cbz x2, 3f
+    ldrb w4, [x1, #-1]!
+    strb w4, [x3, #-1]!
+    sub x2, x2, #1
+    b 2b
+3:  ret
+    .size __arm_sc_memmove, . - __arm_sc_memmove
+
+// void *__arm_sc_memset(void *dest, int c, size_t n)
+    .globl __arm_sc_memset
+    .p2align 2
+    .type __arm_sc_memset, %function
+__arm_sc_memset:
+    mov x3, x0
+    and x1, x1, #0xff
+    orr x1, x1, x1, lsl #8
+    orr x1, x1, x1, lsl #16
+    orr x1, x1, x1, lsl #32
+1:  cmp x2, #8
+    b.lo 2f
+    str x1, [x3], #8
+    sub x2, x2, #8
+    b 1b
+2:  cbz x2, 3f
+    strb w1, [x3], #1
+    sub x2, x2, #1
+    b 2b
+3:  ret
+    .size __arm_sc_memset, . - __arm_sc_memset
+
+// const void *__arm_sc_memchr(const void *s, int c, size_t n): the first byte equal to
+// (unsigned char)c, or NULL.
+    .globl __arm_sc_memchr
+    .p2align 2
+    .type __arm_sc_memchr, %function
+__arm_sc_memchr:
+    and w1, w1, #0xff
+1:  cbz x2, 2f
+    ldrb w3, [x0]
+    cmp w3, w1
+    b.eq 3f
+    add x0, x0, #1
+    sub x2, x2, #1
+    b 1b
+2:  mov x0, xzr
+3:  ret
+    .size __arm_sc_memchr, . - __arm_sc_memchr
 
     .section .note.GNU-stack, "", %progbits

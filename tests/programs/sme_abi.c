@@ -82,6 +82,28 @@ __attribute__((noinline)) uint64_t vg_streaming(void) __arm_streaming {
     return __arm_get_current_vg() * 8 == svcntb();
 }
 
+// The streaming-compatible string routines (declared by arm_sme.h) in streaming mode.
+__attribute__((noinline)) int string_routines(void) __arm_streaming {
+    static char text[64] = "streaming-compatible string routines, zatile", copy[64], moved[64];
+    int ok = __arm_sc_memcpy(copy, text, 45) == copy;
+    for (int i = 0; i < 45; i++)
+        ok &= copy[i] == text[i];
+    __arm_sc_memset(copy + 3, 'x', 13);
+    for (int i = 3; i < 16; i++)
+        ok &= copy[i] == 'x';
+    ok &= copy[2] == 'r' && copy[16] == text[16];
+    __arm_sc_memcpy(moved, text, 45);
+    __arm_sc_memmove(moved + 5, moved, 30);          // overlapping, destination above
+    for (int i = 0; i < 30; i++)
+        ok &= moved[i + 5] == text[i];
+    __arm_sc_memmove(moved, moved + 7, 20);          // overlapping, destination below
+    for (int i = 0; i < 20; i++)
+        ok &= moved[i] == text[i + 2];
+    ok &= __arm_sc_memchr(text, ',', 45) == text + 36 && __arm_sc_memchr(text, '!', 45) == 0;
+    ok &= __arm_sc_memchr(text, 's' + 256, 45) == text;
+    return ok;
+}
+
 static int check(const char *what, int ok) {
     printf("%-44s %s\n", what, ok ? "ok" : "FAILED");
     return !ok;
@@ -104,6 +126,7 @@ int main(void) {
     failed += check("__arm_get_current_vg non-streaming", __arm_get_current_vg() == 0);
     failed += check("__arm_get_current_vg streaming", vg_streaming() == 1);
     failed += check("__arm_sme_state_size with ZA off", __arm_sme_state_size() == 16);
+    failed += check("__arm_sc_memcpy/memmove/memset/memchr", string_routines());
     __arm_za_disable();
     failed += check("__arm_za_disable with ZA off", !__arm_in_streaming_mode());
     printf("SME ABI: %s\n", failed ? "FAILED" : "ok");
