@@ -19,8 +19,9 @@ Architectural coupling with the engine (docs/isa.md, "PSTATE and SVCR"):
   non-streaming SVE, so it cannot see Z). At SM=1 Z is the engine's; the CPU may still run the
   SIMD&FP instructions that are legal in streaming mode (scalar FP, FP loads/stores, FMOV).
   Before the first such instruction after an engine instruction, V0-V31 are read from the
-  engine; after the CPU ran one, V0-V31 are written to the engine (upper bits zero) before
-  the next engine instruction. The transfers are the engine's own ``STR Z``/``LDR Z`` issued
+  engine; the V registers such instructions write (:func:`simd_written_registers`) are written
+  to the engine's Z, upper bits zero, before the next engine instruction; the other Z registers
+  keep their upper bits. The transfers are the engine's own ``STR Z``/``LDR Z`` issued
   at EL1 against a scratch buffer only EL1 reaches (:class:`GuestMemory`).
 * **SM changes** (SMSTART/SMSTOP, MSR SVCR, :meth:`HostCpu.end_streaming_mode`) zero the V
   registers and set FPSR to ``0x0800009F`` (ResetSVEState).
@@ -60,7 +61,7 @@ from zatile.sw.arch.engine import Engine, Status
 from zatile.sw.arch.isa import Trait, decode, operand_values, read_operands, write_result
 
 __all__ = ["PROT_READ", "PROT_WRITE", "PROT_EXEC", "SCRATCH_BASE", "GuestMemory", "StopKind",
-           "Stop", "HostCpu", "simd_class", "SimdClass"]
+           "Stop", "HostCpu", "simd_class", "simd_written_registers", "SimdClass"]
 
 PROT_READ, PROT_WRITE, PROT_EXEC = 1, 2, 4
 _UC_PROT = {PROT_READ: UC_PROT_READ, PROT_WRITE: UC_PROT_WRITE, PROT_EXEC: UC_PROT_EXEC}
@@ -126,6 +127,32 @@ def simd_class(word: int) -> SimdClass:
             return SimdClass.ILLEGAL
         return SimdClass.LEGAL
     return SimdClass.NONE
+
+
+def simd_written_registers(word: int) -> tuple[int, ...]:
+    """The V registers a SIMD&FP instruction legal in streaming mode writes (Arm ARM C4.1).
+
+    Scalar floating point writes ``Rd`` except the compares (FCMP, FCCMP: NZCV only) and the
+    conversions to a general register (FCVT* to integer or fixed point, FMOV Xd/Wd, FJCVTZS);
+    a SIMD&FP load writes ``Rt`` (and ``Rt2`` for a pair); a store writes none.
+    """
+    rd = word & 0x1F
+    if (word >> 25) & 0b111 == 0b111:
+        if word & (1 << 24):                                   # 3-source
+            return (rd,)
+        if not word & (1 << 21):                               # fixed-point conversions
+            return () if (word >> 16) & 0b111 in (0, 1) else (rd,)
+        if (word >> 10) & 0b111111 == 0:                       # integer conversions
+            return () if (word >> 16) & 0b111 in (0, 1, 4, 5, 6) else (rd,)
+        if (word >> 10) & 0b1111 == 0b1000 or (word >> 10) & 0b11 == 0b01:   # FCMP, FCCMP
+            return ()
+        return (rd,)
+    group = (word >> 27) & 0b111
+    if group == 0b101:                                         # pairs
+        return (rd, (word >> 10) & 0x1F) if word & (1 << 22) else ()
+    if group == 0b011:                                         # literal loads
+        return (rd,)
+    return (rd,) if word & (1 << 22) else ()                   # single register
 
 
 class GuestMemory(Memory):
@@ -301,9 +328,9 @@ class HostCpu:
         self._stop: Stop | None = None
         self._fpcr_sent: int | None = None
         self._v_stale = False          # the engine's Z holds newer low bits than the CPU's V
-        self._v_written = False        # the CPU wrote V at SM=1 since the last push
+        self._v_dirty: set[int] = set()    # V registers the CPU wrote at SM=1 since the last push
         self._streaming_hook = None
-        self._simd_classes: dict[int, SimdClass] = {}
+        self._simd_classes: dict[int, tuple[SimdClass, tuple[int, ...]]] = {}
         self._pending_fault: tuple[int, bool] | None = None
         self.uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
         self.uc.hook_add(UC_HOOK_INSN, self._on_system_register, None, 1, 0, a64.UC_ARM64_INS_MRS)
@@ -474,14 +501,15 @@ class HostCpu:
             self.uc.reg_write(_V_REGISTERS[n], low)
 
     def _push_v(self) -> None:
-        """Z0-Z31 <- V0-V31 with the upper bits zero (SM=1, after the CPU wrote V)."""
-        if not self._v_written:
+        """Zn <- Vn with the upper bits zero, for each V register the CPU wrote at SM=1 (a write
+        of a V register zeroes the rest of its Z register; the others keep theirs)."""
+        if not self._v_dirty:
             return
-        self._v_written = False
+        written, self._v_dirty = sorted(self._v_dirty), set()
         self.stats.v_pushes += 1
         scratch = self.memory._scratch
         scratch[:] = 0
-        for n in range(32):
+        for n in written:
             scratch[:16] = np.frombuffer(self.uc.reg_read(_V_REGISTERS[n]).to_bytes(16, "little"),
                                          np.uint8)
             self._kissue(_LDR_Z[n], rn=SCRATCH_BASE)
@@ -493,7 +521,7 @@ class HostCpu:
             return
         kind, writes_svcr = form
         engine = self.engine
-        if self._v_written:
+        if self._v_dirty:
             self._push_v()
         fpcr = self.uc.reg_read(a64.UC_ARM64_REG_FPCR) if self._fpcr_sent is None else None
         if fpcr is not None:
@@ -528,7 +556,8 @@ class HostCpu:
         for register in _V_REGISTERS:
             self.uc.reg_write(register, 0)
         self.uc.reg_write(a64.UC_ARM64_REG_FPSR, FPSR_RESET_ON_SM_CHANGE)
-        self._v_stale = self._v_written = False
+        self._v_stale = False
+        self._v_dirty.clear()
         if self.streaming and self._streaming_hook is None:
             self._streaming_hook = self.uc.hook_add(UC_HOOK_CODE, self._on_streaming_instruction)
             self.uc.ctl_flush_tb()
@@ -558,17 +587,20 @@ class HostCpu:
         if self._stop is not None:
             self.uc.emu_stop()
             return
-        kind = self._simd_classes.get(address)
-        if kind is None:
+        known = self._simd_classes.get(address)
+        if known is None:
             (word,) = struct.unpack("<I", uc.mem_read(address, 4))
-            kind = self._simd_classes[address] = simd_class(word)
+            kind = simd_class(word)
+            known = self._simd_classes[address] = (
+                kind, simd_written_registers(word) if kind is SimdClass.LEGAL else ())
+        kind, written = known
         if kind is SimdClass.NONE:
             return
         if kind is SimdClass.ILLEGAL:
             self._signal(SIGILL, address, "Advanced SIMD instruction in streaming mode")
             return
         self._pull_v()
-        self._v_written = True
+        self._v_dirty.update(written)
 
     # ------------------------------------------------------------------ system registers
     def _on_system_register(self, uc, reg: int, cp, data) -> int:

@@ -11,7 +11,7 @@ from unicorn import arm64_const as a64
 
 from zatile.sim.engine import ModelEngine
 from zatile.sim.host_cpu import (PROT_EXEC, PROT_READ, PROT_WRITE, SIGILL, SIGSEGV, HostCpu,
-                                 Stop, StopKind)
+                                 Stop, StopKind, simd_written_registers)
 from zatile.sw.arch.asm import assemble_line
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE
@@ -52,6 +52,30 @@ def test_v_written_by_the_cpu_in_streaming_mode_reaches_z_with_the_upper_bits_ze
     stored = cpu.read_memory(DATA, 32)
     assert stored == struct.pack("<f", 1.0) + bytes(28)
     assert cpu.stats.v_pushes == 1
+
+
+def test_reading_v_in_streaming_mode_keeps_z_and_writing_v_zeroes_only_its_own_z():
+    fmov_w1_s1, fmov_s2_1 = 0x1E260021, 0x1E2E1002        # fmov w1, s1; fmov s2, #1.0
+    cpu = make_cpu(["smstart sm", "index z1.s, #0, #1", "index z2.s, #5, #1", fmov_w1_s1,
+                    fmov_s2_1, "str z1, [x0]", "str z2, [x3]"], svl=512)
+    cpu.set_x(0, DATA)
+    cpu.set_x(3, DATA + 0x100)
+    assert cpu.run().kind is StopKind.EXIT
+    assert cpu.x(1) == 0
+    assert cpu.read_memory(DATA, 64) == struct.pack("<16I", *range(16))
+    assert cpu.read_memory(DATA + 0x100, 64) == struct.pack("<f", 1.0) + bytes(60)
+
+
+def test_written_registers_of_legal_simd_and_fp_instructions():
+    assert simd_written_registers(0x1E222820) == (0,)      # fadd s0, s1, s2
+    assert simd_written_registers(0x1E260041) == ()        # fmov w1, s2
+    assert simd_written_registers(0x9E670001) == (1,)      # fmov d1, x0
+    assert simd_written_registers(0x1E202020) == ()        # fcmp s1, s0
+    assert simd_written_registers(0x9E780020) == ()        # fcvtzs x0, d1
+    assert simd_written_registers(0x3DC00003) == (3,)      # ldr q3, [x0]
+    assert simd_written_registers(0x3D800003) == ()        # str q3, [x0]
+    assert simd_written_registers(0x6D4017E4) == (4, 5)    # ldp d4, d5, [sp]
+    assert simd_written_registers(0x1F420C20) == (0,)      # fmadd d0, d1, d2, d3
 
 
 def test_z_written_by_the_engine_is_read_as_v_and_sm_changes_reset_v_and_fpsr():
