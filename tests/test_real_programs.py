@@ -120,6 +120,13 @@ SME_ABI_OUTPUT = "".join(f"{check:<44} ok\n" for check in (
     "__arm_za_disable with ZA off")).encode() \
     + b"SME ABI: ok\n"
 
+SYSCALLS_OUTPUT = "".join(f"{check:<46} ok\n" for check in (
+    "uname", "malloc small and 10 MiB", "brk grows", "mmap anonymous", "mprotect read-only",
+    "munmap", "mmap with a bad offset: EINVAL", "mmap of a file descriptor never opened: EBADF",
+    "mmap of 2^50 bytes: ENOMEM", "clock_gettime monotonic", "getrandom",
+    "prctl(PR_SME_GET_VL) is the streaming VL", "open of a missing file: ENOENT",
+    "getpid == gettid")).encode() + b"system calls: ok\n"
+
 CASES = [
     ("hello", ("world",), 7, b"hello from world with 1 argument(s)\n"),
     ("streaming_add", (), 0, b"rounding: nearest 3f800001, towards zero 3f800000\n"
@@ -133,6 +140,7 @@ CASES = [
     ("faults", ("tpidr2-reserved",), 134, b"dying by tpidr2-reserved\n"),
     ("faults", ("sme-save-misaligned",), 134, b"dying by sme-save-misaligned\n"),
     ("sme_abi", (), 0, SME_ABI_OUTPUT),
+    ("syscalls", (), 0, SYSCALLS_OUTPUT),
     ("gemm_f32", (), 0, b"gemm 19x23x7: ok; hash 8c1fd4496fdf35c3\n"),
 ]
 

@@ -30,6 +30,7 @@ from typing import BinaryIO, Callable, Mapping, Sequence
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
+from unicorn import UcError
 
 from zatile.sim.engine import ModelEngine
 from zatile.sim.host_cpu import PROT_EXEC, PROT_READ, PROT_WRITE, HostCpu, Stop, StopKind
@@ -539,7 +540,7 @@ class ElfProcess:
                 self.cpu.map(old, new - old, PROT_READ | PROT_WRITE)
             elif new < old:
                 self.cpu.unmap(new, old - new)
-        except Exception:
+        except UcError:
             return self.brk
         self.brk = address
         return self.brk
@@ -554,12 +555,15 @@ class ElfProcess:
         if size > 1 << 40:
             return -_ERRNO["ENOMEM"]
         if flags & map_fixed:
-            if address & (PAGE - 1):
-                return -_ERRNO["EINVAL"]
+            if address & (PAGE - 1) or address + size > STACK_TOP:
+                return -_ERRNO["EINVAL"] if address & (PAGE - 1) else -_ERRNO["ENOMEM"]
             self.cpu.unmap(address, size)
         else:
             address = self._find_free(size)
-        self.cpu.map(address, size, prot & 7)
+        try:
+            self.cpu.map(address, size, prot & 7)
+        except UcError:
+            return -_ERRNO["ENOMEM"]
         return address
 
     def _find_free(self, size: int) -> int:
@@ -587,7 +591,10 @@ class ElfProcess:
                 memory.check(address, size, write=True)
             except MemoryFault:
                 return -_ERRNO["ENOMEM"]
-        self.cpu.protect(address, size, prot & 7)
+        try:
+            self.cpu.protect(address, size, prot & 7)
+        except UcError:
+            return -_ERRNO["ENOMEM"]
         return 0
 
     def sys_prctl(self, option, arg2, *_):
