@@ -1,7 +1,7 @@
 """``zatile cc``: C, C++ and assembly with the ACLE SME attributes to static aarch64 Linux ELFs.
 
 The compiler is the clang (LLVM 21) and musl that the PyPI ``ziglang`` package bundles, run as
-``python -m ziglang cc --target=aarch64-linux-musl``. The CPU is ``generic+sme``: SME and
+``python -m ziglang cc --target=aarch64-linux-musl`` (``c++`` when a source is C++). The CPU is ``generic+sme``: SME and
 streaming SVE inside streaming functions, and no non-streaming SVE, so ordinary code is not
 auto-vectorized with SVE instructions that an SME-only CPU (ours, Apple's M4) does not have
 (``-march=armv9-a+sme`` would allow that).
@@ -33,6 +33,10 @@ TARGET = "aarch64-linux-musl"
 CPU = "generic+sme"
 
 _REPOSITORY = Path(__file__).resolve().parent.parent
+
+# Sources that make zig compile and link as C++ (``zig c++``: libc++ and libc++abi, built on
+# first use like musl).
+_CXX_SUFFIXES = frozenset({".cc", ".cpp", ".cxx", ".c++", ".C"})
 
 # Options after which nothing is linked, so the runtime must not be added as an input.
 _NO_LINK_OPTIONS = frozenset({"-c", "-S", "-E", "-M", "-MM", "-fsyntax-only"})
@@ -66,7 +70,8 @@ def compile_command(files: Sequence[str | Path], output: str | Path,
     The target, CPU and ``-static`` come first so that the user's options can override
     anything but the target; the SME runtime is added when the command links.
     """
-    command = [sys.executable, "-m", "ziglang", "cc", f"--target={TARGET}", f"-mcpu={CPU}",
+    driver = "c++" if any(Path(f).suffix in _CXX_SUFFIXES for f in files) else "cc"
+    command = [sys.executable, "-m", "ziglang", driver, f"--target={TARGET}", f"-mcpu={CPU}",
                "-static", *options, *(str(f) for f in files)]
     if not _NO_LINK_OPTIONS.intersection(options):
         command += [str(source) for source in RUNTIME_SOURCES]

@@ -85,6 +85,19 @@ def test_cc_reports_compiler_errors_with_status_2(tmp_path, capsys):
     assert "undeclared" in err and err.rstrip().splitlines()[-1].startswith("zatile: error:")
 
 
+def test_cc_passes_compiler_options_through(tmp_path):
+    _need_zig()
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "answer.h").write_text("#define ANSWER (SCALE * 7)\n")
+    source = tmp_path / "answer.c"
+    source.write_text('#include <stdio.h>\n#include "answer.h"\n'
+                      'int main(void) { printf("%d\\n", ANSWER); return 0; }\n')
+    program = tmp_path / "answer"
+    assert main(["cc", "-O1", "-g", "-DSCALE=6", "-I", str(tmp_path / "include"), str(source),
+                 f"-o{program}"]) == 0
+    assert run_model(program)[:2] == (0, b"42\n")
+
+
 def test_cc_command_keeps_target_and_adds_runtime_only_when_linking():
     linking = toolchain.compile_command(["a.c"], "a", ["-O2"])
     assert "--target=aarch64-linux-musl" in linking and "-mcpu=generic+sme" in linking
