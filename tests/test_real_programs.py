@@ -42,10 +42,10 @@ def _need_zig() -> None:
 
 
 def build(name: str) -> Path:
-    """``tests/programs/<name>.c`` compiled with ``zatile cc``, cached by the content of the
+    """``tests/programs/<name>.c`` (or ``.cpp``) compiled with ``zatile cc``, cached by the content of the
     source and the runtime, the options and the ziglang version."""
     _need_zig()
-    source = PROGRAMS / f"{name}.c"
+    source = next(PROGRAMS.glob(f"{name}.c*"))
     digest = hashlib.sha256()
     for path in (source, *RUNTIME_SOURCES):
         digest.update(path.read_bytes())
@@ -166,6 +166,15 @@ def test_program_matches_qemu(name, arguments, status, output, svl):
     model = run_model(program, *arguments, svl=svl)
     assert model[:2] == (status, output), model[2].decode()
     assert run_oracle(program, *arguments, svl=svl) == (status, output)
+
+
+@pytest.mark.soak
+def test_cplusplus_program_matches_qemu():
+    """Soak only: the first C++ link builds libc++ for the target (about 6 minutes here)."""
+    program = build("locally_streaming")
+    expected = (0, b"sum of squares below 41: 22140 (ok)\n")
+    assert run_model(program, svl=256)[:2] == expected
+    assert run_oracle(program, svl=256) == expected
 
 
 def test_streaming_code_reaches_the_engine_and_v_follows_z():
