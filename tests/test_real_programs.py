@@ -42,8 +42,8 @@ def _need_zig() -> None:
 
 
 def build(name: str) -> Path:
-    """``tests/programs/<name>.c`` (or ``.cpp``) compiled with ``zatile cc``, cached by the content of the
-    source and the runtime, the options and the ziglang version."""
+    """``tests/programs/<name>.c`` (or ``.cpp``) compiled with ``zatile cc``, cached by the
+    content of the source and the runtime, the options and the ziglang version."""
     _need_zig()
     source = next(PROGRAMS.glob(f"{name}.c*"))
     digest = hashlib.sha256()
