@@ -218,7 +218,8 @@ class GuestMemory(Memory):
         return np.frombuffer(bytes(self._uc.mem_read(address, length)), np.uint8).copy()
 
     def write(self, address: int, payload) -> None:
-        data = payload if isinstance(payload, np.ndarray) else np.frombuffer(bytes(payload), np.uint8)
+        data = payload if isinstance(payload, np.ndarray) \
+            else np.frombuffer(bytes(payload), np.uint8)
         if not data.size:
             return
         self._check(address, data.size, True)

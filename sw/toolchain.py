@@ -1,10 +1,10 @@
 """``zatile cc``: C, C++ and assembly with the ACLE SME attributes to static aarch64 Linux ELFs.
 
 The compiler is the clang (LLVM 21) and musl that the PyPI ``ziglang`` package bundles, run as
-``python -m ziglang cc --target=aarch64-linux-musl`` (``c++`` when a source is C++). The CPU is ``generic+sme``: SME and
-streaming SVE inside streaming functions, and no non-streaming SVE, so ordinary code is not
-auto-vectorized with SVE instructions that an SME-only CPU (ours, Apple's M4) does not have
-(``-march=armv9-a+sme`` would allow that).
+``python -m ziglang cc --target=aarch64-linux-musl`` (``c++`` when a source is C++, which links
+libc++). The CPU is ``generic+sme``: SME and streaming SVE inside streaming functions, and no
+non-streaming SVE, so ordinary code is not auto-vectorized with SVE instructions that an
+SME-only CPU (ours, Apple's M4) does not have (``-march=armv9-a+sme`` would allow that).
 
 Every linked program gets the SME ABI support routines of :mod:`zatile.sw.runtime`.
 

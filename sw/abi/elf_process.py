@@ -57,7 +57,8 @@ _BRK_RETURN = 0xD420_B4E0            # brk #0x5a7
 PIE_BASE = 0x0000_5555_5555_0000
 
 # AT_* keys of the auxiliary vector.
-AT_NULL, AT_PHDR, AT_PHENT, AT_PHNUM, AT_PAGESZ, AT_BASE, AT_FLAGS, AT_ENTRY = 0, 3, 4, 5, 6, 7, 8, 9
+AT_NULL, AT_PHDR, AT_PHENT, AT_PHNUM, AT_PAGESZ, AT_BASE = 0, 3, 4, 5, 6, 7
+AT_FLAGS, AT_ENTRY = 8, 9
 AT_UID, AT_EUID, AT_GID, AT_EGID, AT_PLATFORM, AT_HWCAP, AT_CLKTCK = 11, 12, 13, 14, 15, 16, 17
 AT_SECURE, AT_RANDOM, AT_HWCAP2, AT_EXECFN = 23, 25, 26, 31
 
@@ -72,7 +73,8 @@ _ERRNO = {"EPERM": 1, "ENOENT": 2, "ESRCH": 3, "EBADF": 9, "ENOMEM": 12, "EFAULT
 SYSCALL_NAMES = {
     29: "ioctl", 56: "openat", 57: "close", 63: "read", 64: "write", 66: "writev",
     93: "exit", 94: "exit_group", 96: "set_tid_address", 99: "set_robust_list",
-    101: "nanosleep", 113: "clock_gettime", 123: "sched_getaffinity", 124: "sched_yield", 129: "kill", 130: "tkill",
+    101: "nanosleep", 113: "clock_gettime", 123: "sched_getaffinity", 124: "sched_yield",
+    129: "kill", 130: "tkill",
     131: "tgkill", 134: "rt_sigaction", 135: "rt_sigprocmask", 160: "uname", 167: "prctl",
     172: "getpid", 173: "getppid", 174: "getuid", 175: "geteuid", 176: "getgid",
     177: "getegid", 178: "gettid", 214: "brk", 215: "munmap", 222: "mmap", 226: "mprotect",

@@ -111,7 +111,8 @@ def _add_exec_options(parser, defaults: bool = True) -> None:
 
 
 def _cmd_exec(args) -> int:
-    from zatile.sw.abi.elf_process import ExecError, load_elf_image, run_program  # local: keeps `zatile --help` fast
+    # local: keeps `zatile --help` fast
+    from zatile.sw.abi.elf_process import ExecError, load_elf_image, run_program
 
     if not args.command_line:
         raise CliError("no PROGRAM given (usage: zatile exec PROGRAM [ARGS...] [--svl BITS] "
@@ -169,7 +170,8 @@ def register(commands) -> None:
     # Compiler options begin with '-', so this parser's own options begin with '+' (it has
     # none): everything after `cc` reaches the compiler unchanged.
     command = commands.add_parser(
-        "cc", help=_CC_SUMMARY, description=_CC_SUMMARY, usage=_CC_USAGE, prefix_chars="+", add_help=False,
+        "cc", help=_CC_SUMMARY, description=_CC_SUMMARY, usage=_CC_USAGE, prefix_chars="+",
+        add_help=False,
         epilog="example:\n  zatile cc -O2 gemm.c -o gemm && zatile exec gemm --svl 512",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     command.add_argument("arguments", nargs=argparse.REMAINDER,
