@@ -108,6 +108,15 @@ def test_scalar_results_flags_and_system_registers():
     assert cpu.x(5) == 0x1234_5678 == cpu.tpidr2
 
 
+def test_fpsr_exceptions_of_engine_instructions_are_ored_into_the_cpus_fpsr():
+    msr_fpsr_xzr, mrs_x9_fpsr, mrs_x10_fpsr = 0xD51B443F, 0xD53B4429, 0xD53B442A
+    cpu = make_cpu(["smstart sm", mrs_x9_fpsr, msr_fpsr_xzr, "ptrue p0.s", "fmov z1.s, #1.0",
+                    "fmov z3.s, #3.0", "fdiv z1.s, p0/m, z1.s, z3.s", mrs_x10_fpsr])
+    assert cpu.run().kind is StopKind.EXIT
+    assert cpu.x(9) == FPSR_RESET_ON_SM_CHANGE               # SMSTART reset it
+    assert cpu.x(10) == 0x10                                 # IXC from 1/3, nothing else
+
+
 @pytest.mark.parametrize("words, signal", [
     ([MRS_X6_SCTLR], SIGILL),                         # EL1 register at EL0
     ([0x00000000], SIGILL),                           # udf #0: not an engine word either
