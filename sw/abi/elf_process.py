@@ -66,9 +66,6 @@ AT_SECURE, AT_RANDOM, AT_HWCAP2, AT_EXECFN = 23, 25, 26, 31
 # CPUID (MRS of ID registers is emulated).
 HWCAP_A72 = 0x8FB
 
-_ERRNO = {"EPERM": 1, "ENOENT": 2, "ESRCH": 3, "EBADF": 9, "ENOMEM": 12, "EFAULT": 14,
-          "EINVAL": 22, "ENOTTY": 25, "ENOSYS": 38}
-
 # The arm64 system call numbers served here.
 SYSCALL_NAMES = {
     29: "ioctl", 56: "openat", 57: "close", 63: "read", 64: "write", 66: "writev",
@@ -371,12 +368,12 @@ class ElfProcess:
                 self._warned.add(number)
                 self.stderr.write(f"zatile: warning: system call {number} is not implemented "
                                   f"(returns -ENOSYS)\n".encode())
-            result = -_ERRNO["ENOSYS"]
+            result = -c.ENOSYS
         else:
             try:
                 result = handler(*arguments)
             except MemoryFault:
-                result = -_ERRNO["EFAULT"]
+                result = -c.EFAULT
         if result is not None:
             cpu.set_x(0, result)
 
@@ -393,16 +390,16 @@ class ElfProcess:
     def sys_write(self, fd, buffer, count, *_):
         stream = self._stream(fd)
         if stream is None:
-            return -_ERRNO["EBADF"]
+            return -c.EBADF
         stream.write(self._read(buffer, count))
         return count
 
     def sys_writev(self, fd, iov, iovcnt, *_):
         stream = self._stream(fd)
         if stream is None:
-            return -_ERRNO["EBADF"]
+            return -c.EBADF
         if iovcnt > 1024:
-            return -_ERRNO["EINVAL"]
+            return -c.EINVAL
         total = 0
         for index in range(iovcnt):
             base, length = struct.unpack("<QQ", self._read(iov + 16 * index, 16))
@@ -411,16 +408,16 @@ class ElfProcess:
         return total
 
     def sys_read(self, fd, buffer, count, *_):
-        return 0 if fd == 0 else -_ERRNO["EBADF"]
+        return 0 if fd == 0 else -c.EBADF
 
     def sys_openat(self, *_):
-        return -_ERRNO["ENOENT"]          # no host file is ever reachable
+        return -c.ENOENT          # no host file is ever reachable
 
     def sys_close(self, fd, *_):
-        return 0 if fd in (0, 1, 2) else -_ERRNO["EBADF"]
+        return 0 if fd in (0, 1, 2) else -c.EBADF
 
     def sys_ioctl(self, fd, request, *_):
-        return -_ERRNO["ENOTTY"]          # no terminals (TIOCGWINSZ: musl's isatty)
+        return -c.ENOTTY          # no terminals (TIOCGWINSZ: musl's isatty)
 
     def sys_exit(self, status, *_):
         self.cpu.stop(Stop(StopKind.EXIT, status=status & 0xFF))
@@ -450,9 +447,9 @@ class ElfProcess:
 
     def sys_sched_getaffinity(self, pid, size, mask, *_):
         if pid not in (0, _PID):
-            return -_ERRNO["ESRCH"]
+            return -c.ESRCH
         if size < 8 or size & 7:
-            return -_ERRNO["EINVAL"]
+            return -c.EINVAL
         self._write(mask, (1).to_bytes(8, "little"))       # one CPU
         return 8
 
@@ -466,7 +463,7 @@ class ElfProcess:
         return 0
 
     def sys_prlimit64(self, *_):
-        return -_ERRNO["ENOSYS"]
+        return -c.ENOSYS
 
     def sys_uname(self, buffer, *_):
         fields = ("Linux", "zatile", "6.16.0-zatile", "#1 SMP", "aarch64", "(none)")
@@ -475,7 +472,7 @@ class ElfProcess:
 
     def sys_clock_gettime(self, clock, timespec, *_):
         if clock > 11:
-            return -_ERRNO["EINVAL"]
+            return -c.EINVAL
         now = time.clock_gettime_ns(time.CLOCK_MONOTONIC if clock else time.CLOCK_REALTIME)
         self._write(timespec, struct.pack("<qq", now // 10**9, now % 10**9))
         return 0
@@ -487,7 +484,7 @@ class ElfProcess:
 
     def sys_rt_sigaction(self, signal, action, old_action, size, *_):
         if not 1 <= signal <= 64 or signal in (9, 19) and action or size != 8:
-            return -_ERRNO["EINVAL"]
+            return -c.EINVAL
         if old_action:
             self._write(old_action, struct.pack("<QQQQ", self.signals.actions.get(signal, 0),
                                                 0, 0, 0))
@@ -498,7 +495,7 @@ class ElfProcess:
 
     def sys_rt_sigprocmask(self, how, new, old, size, *_):
         if size != 8 or how > 2:
-            return -_ERRNO["EINVAL"]
+            return -c.EINVAL
         if old:
             self._write(old, struct.pack("<Q", self.signals.blocked))
         if new:
@@ -512,7 +509,7 @@ class ElfProcess:
         if signal == 0:
             return 0
         if not 1 <= signal <= 64:
-            return -_ERRNO["EINVAL"]
+            return -c.EINVAL
         action = self.signals.actions.get(signal, _SIG_DFL)
         if action == _SIG_IGN or action == _SIG_DFL and signal in _IGNORED_BY_DEFAULT:
             return 0
@@ -522,13 +519,13 @@ class ElfProcess:
         return 0
 
     def sys_kill(self, pid, signal, *_):
-        return self._kill_self(signal) if pid in (_PID, 0) else -_ERRNO["ESRCH"]
+        return self._kill_self(signal) if pid in (_PID, 0) else -c.ESRCH
 
     def sys_tkill(self, tid, signal, *_):
-        return self._kill_self(signal) if tid == _PID else -_ERRNO["ESRCH"]
+        return self._kill_self(signal) if tid == _PID else -c.ESRCH
 
     def sys_tgkill(self, tgid, tid, signal, *_):
-        return self._kill_self(signal) if (tgid, tid) == (_PID, _PID) else -_ERRNO["ESRCH"]
+        return self._kill_self(signal) if (tgid, tid) == (_PID, _PID) else -c.ESRCH
 
     def sys_brk(self, address, *_):
         if address < self.brk_start:
@@ -550,22 +547,22 @@ class ElfProcess:
     def sys_mmap(self, address, length, prot, flags, fd, offset):
         map_fixed, map_anonymous = 0x10, 0x20
         if length == 0 or offset & (PAGE - 1):
-            return -_ERRNO["EINVAL"]
+            return -c.EINVAL
         if not flags & map_anonymous:
-            return -_ERRNO["EBADF"]          # no files: every file descriptor is bad
+            return -c.EBADF          # no files: every file descriptor is bad
         size = _page_up(length)
         if size > 1 << 40:
-            return -_ERRNO["ENOMEM"]
+            return -c.ENOMEM
         if flags & map_fixed:
             if address & (PAGE - 1) or address + size > STACK_TOP:
-                return -_ERRNO["EINVAL"] if address & (PAGE - 1) else -_ERRNO["ENOMEM"]
+                return -c.EINVAL if address & (PAGE - 1) else -c.ENOMEM
             self.cpu.unmap(address, size)
         else:
             address = self._find_free(size)
         try:
             self.cpu.map(address, size, prot & 7)
         except UcError:
-            return -_ERRNO["ENOMEM"]
+            return -c.ENOMEM
         return address
 
     def _find_free(self, size: int) -> int:
@@ -577,13 +574,13 @@ class ElfProcess:
 
     def sys_munmap(self, address, length, *_):
         if address & (PAGE - 1) or length == 0:
-            return -_ERRNO["EINVAL"]
+            return -c.EINVAL
         self.cpu.unmap(address, _page_up(length))
         return 0
 
     def sys_mprotect(self, address, length, prot, *_):
         if address & (PAGE - 1):
-            return -_ERRNO["EINVAL"]
+            return -c.EINVAL
         size = _page_up(length)
         memory = self.cpu.memory
         try:
@@ -592,11 +589,11 @@ class ElfProcess:
             try:
                 memory.check(address, size, write=True)
             except MemoryFault:
-                return -_ERRNO["ENOMEM"]
+                return -c.ENOMEM
         try:
             self.cpu.protect(address, size, prot & 7)
         except UcError:
-            return -_ERRNO["ENOMEM"]
+            return -c.ENOMEM
         return 0
 
     def sys_prctl(self, option, arg2, *_):
@@ -604,7 +601,7 @@ class ElfProcess:
             return self.sme_vl
         if option == c.PR_SME_SET_VL:
             if arg2 & ~(c.PR_SME_VL_LEN_MASK | c.PR_SME_VL_INHERIT | c.PR_SME_SET_VL_ONEXEC):
-                return -_ERRNO["EINVAL"]
+                return -c.EINVAL
             vl = self.lengths.find_supported(arg2 & c.PR_SME_VL_LEN_MASK)
             if arg2 & c.PR_SME_SET_VL_ONEXEC:
                 return vl
@@ -615,7 +612,7 @@ class ElfProcess:
                 self.cpu.engine.smcr_len = vl // 16 - 1
                 self.sme_vl = vl
             return vl
-        return -_ERRNO["EINVAL"]
+        return -c.EINVAL
 
 
 def _runs(pages: dict[int, int]):
