@@ -50,6 +50,7 @@ from zatile.sim.binutils import ARCH_FLAGS
 from zatile.sim.state import ArchState, Memory
 from zatile.sim.tools import find_tool
 from zatile.sw.arch.asm import statements
+from zatile.sw.arch.config import SVL_CHOICES
 from zatile.sw.arch.constants import SVCR_SM, SVCR_ZA
 
 __all__ = [
@@ -164,7 +165,7 @@ def qemu_cpu_option(svl_bits: int) -> str:
     ValueError
         If ``svl_bits`` is not a power of two between 128 and 2048.
     """
-    if svl_bits not in (128, 256, 512, 1024, 2048):
+    if svl_bits not in SVL_CHOICES:
         raise ValueError(f"SVL must be a power of two between 128 and 2048 bits, not {svl_bits!r}")
     svl_bytes = svl_bits // 8
     return f"max,sme-default-vector-length={svl_bytes},sve-default-vector-length={svl_bytes}"
@@ -529,10 +530,10 @@ def _parse_output(run: subprocess.CompletedProcess, initial: ArchState, layout: 
 def qemu_sme_cpu_option(svl_bits: int) -> str:
     """The ``-cpu`` value for compiled programs: SME with every SVL from 128 up to ``svl_bits``
     supported and ``svl_bits`` the default, as ``zatile exec --svl`` configures the engine."""
-    if svl_bits not in (128, 256, 512, 1024, 2048):
+    if svl_bits not in SVL_CHOICES:
         raise ValueError(f"SVL must be a power of two between 128 and 2048 bits, not {svl_bits!r}")
     lengths = ",".join(f"sme{bits}={'on' if bits <= svl_bits else 'off'}"
-                       for bits in (128, 256, 512, 1024, 2048))
+                       for bits in SVL_CHOICES)
     # No FEAT_SME_FA64 (QEMU's max has it): Advanced SIMD in streaming mode must trap, as on
     # the engine.
     return f"max,sme=on,sme_fa64=off,{lengths},sme-default-vector-length={svl_bits // 8}"
