@@ -37,9 +37,8 @@ Execution
 Instructions are dispatched in order from a one-instruction dispatch stage ``d_``. A trap is
 decided there from the decoder and PSTATE and changes nothing. Single-cycle instructions
 (state control, predicate set-up and scalar operations, MOVA, ZERO) complete in their dispatch
-cycle; the vector unit's (:mod:`zatile.hw.vector_unit`: integer element arithmetic, compares,
-predicate logic) take the operands read in the dispatch cycle and complete one cycle later, when
-the unit's result is written;
+cycle; the vector unit's (:mod:`zatile.hw.vector`) take the operands read in the dispatch cycle
+and wait there for the unit's result (a cycle or more later), which is written as they complete;
 memory instructions hold the dispatch stage until the load/store unit finishes; outer products
 and ADDHA/ADDVA are handed to their array and complete (result OK) in the cycle the array
 accepts them, one per cycle. The arrays capture Z and P operands at acceptance, so later
@@ -69,7 +68,7 @@ from zatile.hw.perf_counters import PerfCounters, PerfLayout
 from zatile.hw.regfile import RegisterFile
 from zatile.hw.state_control import StateControl, Status
 from zatile.hw.sve_unit import SVE_OPS, StreamingSveUnit
-from zatile.hw.vector_unit import VECTOR_OPS, VectorUnit
+from zatile.hw.vector import VECTOR_OPS, VectorUnit
 from zatile.hw.za_interlock import ZaInterlock
 from zatile.hw.za_storage import ELEMENT_SIZES, ZaStorage
 
@@ -115,6 +114,14 @@ check_known_params(IMPLEMENTED_OPS)
 
 def _one_of(value, members) -> object:
     return Cat(value == member for member in members).any()
+
+
+def _first_present(present, fields, names: tuple[str, ...]):
+    """The value of the first of the fields ``names`` the form has (the last one otherwise)."""
+    value = getattr(fields, names[-1])
+    for name in reversed(names[:-1]):
+        value = Mux(getattr(present, name), getattr(fields, name), value)
+    return value
 
 
 class ZaTileEngine(ConfigComponent):
@@ -214,7 +221,7 @@ class ZaTileEngine(ConfigComponent):
         sources = Array([*(d_sources[k] for k in range(3)), Const(0, 64)])
         assert NO_SLOT == 3, "slot 3 reads as zero"
         operands = {}
-        for name in ("rn", "rm", "rs", "rv", "rt"):
+        for name in ("rn", "rm", "rs", "rv", "rt", "rdn"):
             operands[name] = Signal(64, name=f"d_{name}")
             m.d.comb += operands[name].eq(sources[decoded.slots[name]])
 
@@ -230,15 +237,21 @@ class ZaTileEngine(ConfigComponent):
         is_vector = _one_of(op, VECTOR_OPS)
         present = decoded.present
 
-        # ---- register reads
+        # ---- register reads (the vector unit's operand places: hw/vector/common.py)
+        def first_present(*names):
+            return _first_present(present, fields, names)
+
         m.d.comb += [
             registers.z_read_a.addr.eq(Mux(_one_of(op, (Op.STR_REGISTER, Op.ST1_CONTIGUOUS)),
-                                           fields.zt, Mux(present.zdn, fields.zdn, fields.zn))),
-            registers.z_read_b.addr.eq(fields.zm),
+                                           fields.zt, first_present("zdn", "zn", "vdn", "vn"))),
+            registers.z_read_b.addr.eq(first_present("zm", "vm")),
+            registers.z_read_c.addr.eq(Mux(present.zda | present.za, first_present("zda", "za"),
+                                           (fields.zn + 1)[:5])),
             registers.p_read_a.addr.eq(Mux(op == Op.STR_REGISTER, fields.pt,
-                                           Mux(is_int | is_fp, fields.pn, fields.pg))),
-            registers.p_read_b.addr.eq(fields.pm),
-            registers.p_read_c.addr.eq(fields.pn),
+                                           Mux(is_int | is_fp, fields.pn,
+                                               first_present("pg", "pv")))),
+            registers.p_read_b.addr.eq(first_present("pm", "pdm")),
+            registers.p_read_c.addr.eq(first_present("pn", "pdn")),
         ]
         governing = Signal(maxb)             # Pg, or Pn of an outer product, inside the SVL
         column_predicate = Signal(maxb)      # Pm of an outer product, inside the SVL
@@ -353,10 +366,15 @@ class ZaTileEngine(ConfigComponent):
             payload.decoded.eq(decoded),
             payload.first.eq(registers.z_read_a.data),
             payload.second.eq(registers.z_read_b.data),
+            payload.third.eq(registers.z_read_c.data),
             payload.governing.eq(governing),
             payload.pn.eq(registers.p_read_c.data & svl_mask),
             payload.pm.eq(column_predicate),
+            payload.rn.eq(operand("rn")),
+            payload.rm.eq(operand("rm")),
+            payload.rdn.eq(operand("rdn")),
             payload.svl_mask.eq(svl_mask),
+            payload.svl_log2.eq(state.svl_log2),
             vector.result.ready.eq(d_done & is_vector),
         ]
         with m.If(d_done):
@@ -410,11 +428,12 @@ class ZaTileEngine(ConfigComponent):
             with m.Case(*VECTOR_OPS):
                 result = vector.result.payload
                 m.d.comb += [z_write.en.eq(execute),
-                             z_write.addr.eq(Mux(present.zdn, fields.zdn, fields.zd)),
+                             z_write.addr.eq(first_present("zdn", "zda", "vd", "vdn", "zd")),
                              z_write.data.eq(result.vector), z_write.lanes.eq(result.vector_lanes),
-                             p_write.en.eq(execute & result.writes_predicate),
-                             p_write.addr.eq(fields.pd), p_write.data.eq(result.predicate),
-                             p_write.lanes.eq(svl_mask)]
+                             p_write.en.eq(execute),
+                             p_write.addr.eq(first_present("pd", "pdn", "pdm")),
+                             p_write.data.eq(result.predicate),
+                             p_write.lanes.eq(result.predicate_lanes)]
             with m.Case(Op.PTRUE, Op.PFALSE, Op.WHILE):
                 m.d.comb += [p_write.en.eq(execute), p_write.addr.eq(fields.pd),
                              p_write.data.eq(sve.predicate), p_write.lanes.eq(svl_mask)]
@@ -487,7 +506,7 @@ class ZaTileEngine(ConfigComponent):
                 r_payload.status.as_value().eq(Mux(legal & faulted, Status.FAULT.value,
                                                    state.verdict.status.as_value())),
                 r_payload.smtc.eq(state.verdict.smtc),
-                r_payload.scalar.eq(sve.scalar),
+                r_payload.scalar.eq(Mux(is_vector, vector.result.payload.scalar, sve.scalar)),
                 r_payload.fault_address.eq(Mux(faulted, lsu.fault_address, 0)),
                 r_payload.fpsr_reset.eq(state.reset_sve),
                 r_payload.nzcv.eq(Mux(is_vector, vector.result.payload.nzcv, sve.nzcv)),

@@ -37,7 +37,7 @@ def WritePortSignature(addr_width: int, data_shape, enables: int) -> wiring.Sign
 
 
 class RegisterFile(ConfigComponent):
-    """Z, P and FFR with two read ports each for Z and P, one write port each, and a debug port.
+    """Z, P and FFR with three read ports each for Z and P, one write port each, and a debug port.
 
     Parameters
     ----------
@@ -46,7 +46,7 @@ class RegisterFile(ConfigComponent):
 
     Attributes
     ----------
-    z_read_a, z_read_b : In(ReadPortSignature(5, row)), combinational Z reads
+    z_read_a, z_read_b, z_read_c : In(ReadPortSignature(5, row)), combinational Z reads
     p_read_a, p_read_b, p_read_c : In(ReadPortSignature(4, MAXB)), combinational P reads
         (three for the predicate operations, ``Pg``, ``Pn`` and ``Pm``)
     z_write : In(WritePortSignature(5, row, MAXB)), byte-enabled Z write at the clock edge
@@ -70,6 +70,7 @@ class RegisterFile(ConfigComponent):
         super().__init__(config, {
             "z_read_a": In(ReadPortSignature(5, row)),
             "z_read_b": In(ReadPortSignature(5, row)),
+            "z_read_c": In(ReadPortSignature(5, row)),
             "p_read_a": In(ReadPortSignature(4, maxb)),
             "p_read_b": In(ReadPortSignature(4, maxb)),
             "p_read_c": In(ReadPortSignature(4, maxb)),
@@ -89,7 +90,7 @@ class RegisterFile(ConfigComponent):
         ffr = Signal(maxb)
         m.d.comb += self.ffr.eq(ffr)
 
-        for port in (self.z_read_a, self.z_read_b, self.z_debug):
+        for port in (self.z_read_a, self.z_read_b, self.z_read_c, self.z_debug):
             m.d.comb += port.data.eq(z[port.addr])
         for port in (self.p_read_a, self.p_read_b, self.p_read_c, self.p_debug):
             m.d.comb += port.data.eq(p[port.addr])

@@ -37,7 +37,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from zatile.hw.synthesis import cell_table, synth_ecp5
-from zatile.hw.vector_unit import VectorUnit
+from zatile.hw.vector import VectorUnit
 from zatile.hw.verilog import TOPLEVEL
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.bench import bench_rtl, rtl_workloads

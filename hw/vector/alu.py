@@ -1,11 +1,9 @@
-"""The streaming vector unit: integer element arithmetic, compares and predicate logic.
+"""The vector unit's ALU: integer element arithmetic, compares and predicate logic.
 
-One instruction enters on the ``op`` stream with its Z and P operands already read, and its
-result leaves on the ``result`` stream one cycle later (one pipeline register): a Z register
-value with the bytes to write, a P register value, and NZCV. The unit holds no architectural
-state, so the engine may overlap it with anything that does not read what it writes
-(docs/isa.md, "Streaming SVE integer arithmetic" and "Streaming SVE predicates, counts and
-reductions", state the semantics; the reference model is the oracle of ``tests/test_hw_vector_unit.py``).
+An execution unit of :mod:`zatile.hw.vector` (payloads in :mod:`zatile.hw.vector.common`): its
+result leaves one cycle after the op (one pipeline register). docs/isa.md, "Streaming SVE integer
+arithmetic" and "Streaming SVE predicates, counts and reductions", state the semantics; the
+reference model is the oracle of ``tests/test_hw_vector_alu.py``.
 
 Operands come from the form's fields, as the decoder reports them (``present``, ``flags``,
 ``choices``): the first vector is ``Zdn`` or ``Zn``; the second ``Zm`` (its 64-bit lane element
@@ -23,10 +21,12 @@ from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import ConfigComponent, max_bytes, pipeline_advance, row_layout
-from zatile.hw.decoder import CHOICES, DecodedLayout, Op
+from zatile.hw._common import ConfigComponent, max_bytes, pipeline_advance
+from zatile.hw.decoder import CHOICES, Op
+from zatile.hw.vector.common import (ELEMENT_SIZES, VectorOpLayout, VectorResultLayout,
+                                     active_bytes, element_starts, predicate_test)
 
-__all__ = ["VECTOR_OPS", "VectorUnit", "VectorOpLayout", "VectorResultLayout"]
+__all__ = ["VectorAlu"]
 
 #: Integer element operations: op -> (first operand signed, second operand signed, subtract,
 #: result kind): ``wrap`` (modulo 2^esize), ``sq``/``uq`` (saturated signed or unsigned),
@@ -44,37 +44,11 @@ _KINDS = ("wrap", "sq", "uq", "max", "min", "abd")
 _BITWISE_OPS = (Op.INT_AND, Op.INT_ORR, Op.INT_EOR, Op.INT_BIC)
 _PREDICATE_OPS = (Op.PRED_LOGIC, Op.PRED_LOGIC_FLAGS, Op.PTEST)
 
-#: Operations the unit performs.
-VECTOR_OPS = (*_ELEMENT_OPS, *_BITWISE_OPS, Op.INT_DUPM, Op.CMP, *_PREDICATE_OPS)
-
 _COND = CHOICES["cond"]
 _LOGIC = CHOICES["logic"]
 _SECOND = CHOICES["second"]
 #: Compare conditions whose operands are unsigned.
 _UNSIGNED_CONDITIONS = ("HS", "HI", "LO", "LS")
-_SIZES = (0, 1, 2, 3)
-
-
-def VectorOpLayout(config: EngineConfig) -> data.StructLayout:
-    """The ``op`` payload: the decoded instruction and its register operands.
-
-    ``first``/``second`` are the Z registers at the first and second vector operand positions,
-    ``governing``/``pn``/``pm`` the P registers ``Pg``, ``Pn``, ``Pm`` (clear beyond the SVL),
-    ``svl_mask`` one bit per byte inside the SVL.
-    """
-    maxb = max_bytes(config)
-    return data.StructLayout({
-        "decoded": DecodedLayout, "first": row_layout(config), "second": row_layout(config),
-        "governing": maxb, "pn": maxb, "pm": maxb, "svl_mask": maxb})
-
-
-def VectorResultLayout(config: EngineConfig) -> data.StructLayout:
-    """The ``result`` payload: ``vector`` with ``vector_lanes`` (bytes to write; zero when the
-    instruction writes no Z register), ``predicate`` with ``writes_predicate``, and ``nzcv``."""
-    maxb = max_bytes(config)
-    return data.StructLayout({
-        "vector": row_layout(config), "vector_lanes": maxb, "predicate": maxb,
-        "writes_predicate": 1, "nzcv": 4})
 
 
 def _extend(value: Value, signed_: Value | bool, width: int) -> Value:
@@ -91,22 +65,7 @@ def _saturate(value: Value, bits: int, signed_: bool) -> Value:
                Mux(value > high, Const(high, bits + 1)[:bits], value[:bits]))
 
 
-def _predicate_test(mask: Value, result: Value) -> Value:
-    """PredTest over the bits set in ``mask``: N the first is set in ``result``, Z none is,
-    C the last is not, V 0 (as ``Cat(V, C, Z, N)``)."""
-    width = len(mask)
-    before = [Const(0)]             # some mask bit below position e
-    for e in range(1, width):
-        before.append(before[-1] | mask[e - 1])
-    after = [Const(0)] * width      # some mask bit above position e
-    for e in range(width - 2, -1, -1):
-        after[e] = after[e + 1] | mask[e + 1]
-    first = Cat(*(result[e] & mask[e] & ~before[e] for e in range(width))).any()
-    last = Cat(*(result[e] & mask[e] & ~after[e] for e in range(width))).any()
-    return Cat(Const(0, 1), ~last, ~(result & mask).any(), first)
-
-
-class VectorUnit(ConfigComponent):
+class VectorAlu(ConfigComponent):
     """Integer element arithmetic, compares and predicate logic (module documentation).
 
     Parameters
@@ -125,6 +84,9 @@ class VectorUnit(ConfigComponent):
     TypeError
         If ``config`` is not an :class:`EngineConfig`.
     """
+
+    #: The operations the unit performs.
+    OPS = (*_ELEMENT_OPS, *_BITWISE_OPS, Op.INT_DUPM, Op.CMP, *_PREDICATE_OPS)
 
     def __init__(self, config: EngineConfig):
         super().__init__(config, {
@@ -163,7 +125,7 @@ class VectorUnit(ConfigComponent):
         # ---- operand vectors: the immediate replicated at the element size, reversed forms
         replicated = Signal(8 * maxb)
         with m.Switch(esize_log2):
-            for log2 in _SIZES:
+            for log2 in ELEMENT_SIZES:
                 with m.Case(log2):
                     bits = 8 << log2
                     m.d.comb += replicated.eq(Cat(*[immediate[:bits]] * (maxb >> log2)))
@@ -197,7 +159,7 @@ class VectorUnit(ConfigComponent):
         element_result = Signal(8 * maxb)
         compare = Signal(maxb)          # the compare's truth at each element's first bit
         with m.Switch(esize_log2):
-            for log2 in _SIZES:
+            for log2 in ELEMENT_SIZES:
                 with m.Case(log2):
                     results, truths = _elements(m, control, log2, maxb, left, right,
                                                 second_vector, immediate, cond,
@@ -205,15 +167,13 @@ class VectorUnit(ConfigComponent):
                     m.d.comb += [element_result.eq(results), compare.eq(truths)]
 
         # ---- element starts, active bytes, bitwise results
-        element_starts = Signal(maxb)
-        active_bytes = Signal(maxb)
+        starts = Signal(maxb)
+        active = Signal(maxb)
         with m.Switch(esize_log2):
-            for log2 in _SIZES:
+            for log2 in ELEMENT_SIZES:
                 with m.Case(log2):
-                    m.d.comb += [
-                        element_starts.eq(Cat(Const(b % (1 << log2) == 0) for b in range(maxb))),
-                        active_bytes.eq(Cat(payload.governing[b & ~((1 << log2) - 1)]
-                                            for b in range(maxb)))]
+                    m.d.comb += [starts.eq(element_starts(log2, maxb)),
+                                 active.eq(active_bytes(payload.governing, log2, maxb))]
         bitwise = Signal(8 * maxb)
         with m.Switch(op):
             with m.Case(Op.INT_AND):
@@ -245,25 +205,26 @@ class VectorUnit(ConfigComponent):
         is_bitwise = Cat(*(op == o for o in (*_BITWISE_OPS, Op.INT_DUPM))).any()
         is_element = Cat(*(op == o for o in _ELEMENT_OPS)).any()
         compare_result = Signal(maxb)
-        m.d.comb += compare_result.eq(compare & payload.governing & element_starts)
+        m.d.comb += compare_result.eq(compare & payload.governing & starts)
         with m.If(advance):
             m.d.sync += [
                 out.vector.eq(Mux(is_bitwise, bitwise, element_result)),
                 out.vector_lanes.eq(Mux(is_bitwise | is_element,
-                                        Mux(present.pg, active_bytes, Const(-1, maxb)) & svl_mask,
+                                        Mux(present.pg, active, Const(-1, maxb)) & svl_mask,
                                         0)),
-                out.writes_predicate.eq(
-                    Cat(op == Op.CMP, op == Op.PRED_LOGIC, op == Op.PRED_LOGIC_FLAGS).any()),
+                out.predicate_lanes.eq(Mux(
+                    Cat(op == Op.CMP, op == Op.PRED_LOGIC, op == Op.PRED_LOGIC_FLAGS).any(),
+                    svl_mask, 0)),
                 out.predicate.eq(Mux(op == Op.CMP, compare_result, predicate_logic)),
             ]
             with m.Switch(op):
                 with m.Case(Op.CMP):
-                    m.d.sync += out.nzcv.eq(_predicate_test(payload.governing & element_starts,
+                    m.d.sync += out.nzcv.eq(predicate_test(payload.governing & starts,
                                                             compare_result))
                 with m.Case(Op.PRED_LOGIC_FLAGS):
-                    m.d.sync += out.nzcv.eq(_predicate_test(g, predicate_logic))
+                    m.d.sync += out.nzcv.eq(predicate_test(g, predicate_logic))
                 with m.Case(Op.PTEST):
-                    m.d.sync += out.nzcv.eq(_predicate_test(g, n))
+                    m.d.sync += out.nzcv.eq(predicate_test(g, n))
         return m
 
 

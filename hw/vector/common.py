@@ -1,0 +1,88 @@
+"""What every execution unit of the streaming vector unit takes and gives.
+
+An execution unit is a component with an ``op`` stream in (:func:`VectorOpLayout`) and a
+``result`` stream out (:func:`VectorResultLayout`), one result per op, in order, after any number
+of cycles; its class attribute ``OPS`` lists the operations it performs. The engine reads the
+registers the form names and puts them at fixed places of the payload:
+
+======================  ==================================================================
+payload field           the register it holds
+======================  ==================================================================
+``first``               ``Zdn``, else ``Zn``, else ``Vdn``, else ``Vn``
+``second``              ``Zm``, else ``Vm``
+``third``               ``Zda``, else ``Za``, else ``Zn+1`` (modulo 32) of a ``pairs`` form
+``governing``           ``Pg``, else ``Pv``
+``pn``                  ``Pn``, else ``Pdn``
+``pm``                  ``Pm``, else ``Pdm``
+``rn``, ``rm``, ``rdn``  the general registers of those fields (XZR read as 0)
+======================  ==================================================================
+
+P values are clear beyond the effective SVL; ``svl_mask`` has one bit per byte inside it and
+``svl_log2`` is log2 of the SVL in bytes. A result writes the bytes ``vector_lanes`` of the Z
+destination (``Zdn``, ``Zda``, ``Vd``, ``Vdn`` or ``Zd``), the bits ``predicate_lanes`` of the P
+destination (``Pd``, ``Pdn`` or ``Pdm``), and carries the general-register result ``scalar`` and
+the flags ``nzcv`` (the engine reports them for the forms that have them).
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Const, Value
+from amaranth.lib import data
+
+from zatile.sw.arch.config import EngineConfig
+
+from zatile.hw._common import max_bytes, row_layout
+from zatile.hw.decoder import DecodedLayout
+
+__all__ = ["VectorOpLayout", "VectorResultLayout", "ELEMENT_SIZES", "element_starts",
+           "active_bytes", "predicate_test"]
+
+#: log2 of the element sizes in bytes.
+ELEMENT_SIZES = (0, 1, 2, 3)
+
+
+def VectorOpLayout(config: EngineConfig) -> data.StructLayout:
+    """The ``op`` payload: the decoded instruction and its register operands (module
+    documentation)."""
+    maxb = max_bytes(config)
+    row = row_layout(config)
+    return data.StructLayout({
+        "decoded": DecodedLayout, "first": row, "second": row, "third": row,
+        "governing": maxb, "pn": maxb, "pm": maxb, "rn": 64, "rm": 64, "rdn": 64,
+        "svl_mask": maxb, "svl_log2": range(16)})
+
+
+def VectorResultLayout(config: EngineConfig) -> data.StructLayout:
+    """The ``result`` payload: ``vector`` and the bytes of it to write (``vector_lanes``, zero
+    when the instruction writes no Z register), ``predicate`` and the bits of it to write
+    (``predicate_lanes``), ``scalar`` and ``nzcv``."""
+    maxb = max_bytes(config)
+    return data.StructLayout({
+        "vector": row_layout(config), "vector_lanes": maxb, "predicate": maxb,
+        "predicate_lanes": maxb, "scalar": 64, "nzcv": 4})
+
+
+def element_starts(log2: int, maxb: int) -> Const:
+    """One bit per byte, set at the first byte of each element of ``2^log2`` bytes."""
+    return Cat(Const(b % (1 << log2) == 0) for b in range(maxb))
+
+
+def active_bytes(predicate: Value, log2: int, maxb: int) -> Value:
+    """One bit per byte: the predicate bit of the byte's element (elements of ``2^log2``
+    bytes; an element is active when the bit at its first byte is set)."""
+    return Cat(predicate[b & ~((1 << log2) - 1)] for b in range(maxb))
+
+
+def predicate_test(mask: Value, result: Value) -> Value:
+    """PredTest over the bits set in ``mask``: N the first is set in ``result``, Z none is,
+    C the last is not, V 0 (as ``Cat(V, C, Z, N)``)."""
+    width = len(mask)
+    before = [Const(0)]             # some mask bit below position e
+    for e in range(1, width):
+        before.append(before[-1] | mask[e - 1])
+    after = [Const(0)] * width      # some mask bit above position e
+    for e in range(width - 2, -1, -1):
+        after[e] = after[e + 1] | mask[e + 1]
+    first = Cat(*(result[e] & mask[e] & ~before[e] for e in range(width))).any()
+    last = Cat(*(result[e] & mask[e] & ~after[e] for e in range(width))).any()
+    return Cat(Const(0, 1), ~last, ~(result & mask).any(), first)
