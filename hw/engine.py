@@ -103,11 +103,14 @@ _INT_OPS = tuple(op for op in ops_of(Trait.OUTER_PRODUCT) if op not in FP_OPS)
 _SLICE_OPS = ops_of(Trait.ZA_SLICE)
 _SVCR_WRITERS = ops_of(Trait.SVCR_WRITE)
 _FLAG_SETTERS = ops_of(Trait.SETS_FLAGS)
+#: Loads that write the Z register ``Zt`` with the load/store unit's data.
+_VECTOR_LOADS = (Op.LD1_CONTIGUOUS, Op.LDNT1_CONTIGUOUS, Op.LD1_SIGNED, Op.LD1_REPLICATE,
+                 Op.LD1RQ)
 #: Every operation the engine performs; the decoder makes the table's other forms UNDEF
 #: (``tests/test_tb_engine.py`` lists them: the streaming-SVE classes the vector unit will take).
 IMPLEMENTED_OPS = frozenset((*FP_OPS, *_INT_OPS, *_SLICE_OPS, *_SVCR_WRITERS, *SVE_OPS, *VECTOR_OPS,
-                             Op.ZERO_ZA,
-                             Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS, Op.LDR_REGISTER,
+                             Op.ZERO_ZA, Op.PREFETCH, *_VECTOR_LOADS,
+                             Op.ST1_CONTIGUOUS, Op.STNT1_CONTIGUOUS, Op.LDR_REGISTER,
                              Op.STR_REGISTER))
 check_known_params(IMPLEMENTED_OPS)
 
@@ -242,7 +245,8 @@ class ZaTileEngine(ConfigComponent):
             return _first_present(present, fields, names)
 
         m.d.comb += [
-            registers.z_read_a.addr.eq(Mux(_one_of(op, (Op.STR_REGISTER, Op.ST1_CONTIGUOUS)),
+            registers.z_read_a.addr.eq(Mux(_one_of(op, (Op.STR_REGISTER, Op.ST1_CONTIGUOUS,
+                                                        Op.STNT1_CONTIGUOUS)),
                                            fields.zt, first_present("zdn", "zn", "vdn", "vn"))),
             registers.z_read_b.addr.eq(first_present("zm", "vm")),
             registers.z_read_c.addr.eq(Mux(present.zda | present.za, first_present("zda", "za"),
@@ -416,7 +420,7 @@ class ZaTileEngine(ConfigComponent):
             with m.Case(Op.DUP_SCALAR, Op.DUP_IMM):
                 m.d.comb += [z_write.en.eq(execute), z_write.addr.eq(fields.zd),
                              z_write.data.eq(sve.vector), z_write.lanes.eq(svl_mask)]
-            with m.Case(Op.LD1_CONTIGUOUS):
+            with m.Case(*_VECTOR_LOADS):
                 m.d.comb += [z_write.en.eq(loaded), z_write.addr.eq(fields.zt),
                              z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask)]
             with m.Case(Op.LDR_REGISTER):

@@ -10,12 +10,18 @@ LD1/ST1 tile slice  ``Xn|SP + Xm·E``                     SVL_B bytes, element `
 LDR/STR ZA          ``Xn|SP + off·SVL_B``                SVL_B bytes, unpredicated
 LDR/STR Z, P        ``Xn|SP + imm9·SVL_B`` (P: ``/8``)   SVL_B (P: SVL_B/8) bytes, unpredicated
 LD1/ST1 contiguous  ``Xn|SP + Xm·M`` or                  (SVL_B/E)·M bytes: element ``e`` (M bytes
-                    ``Xn|SP + imm4·(SVL_B/E)·M``         of memory, an E-byte lane of Z) active if
-                                                         predicate bit ``e·E`` is set
+(LDNT1, STNT1,      ``Xn|SP + imm4·(SVL_B/E)·M``         of memory, an E-byte lane of Z) active if
+LD1S)                                                    predicate bit ``e·E`` is set
+LD1R                ``Xn|SP + imm6·M``                   M bytes, read if any E-byte element is
+                                                         active
+LD1RQ               ``Xn|SP + Xm·M`` or                  16 bytes, element ``e`` active if
+                    ``Xn|SP + imm4·16``                  predicate bit ``e·M`` is set
 ==================  ===================================  =========================================
 
 Inactive elements are neither read nor written and cannot fault; a load sets them to zero.
-Contiguous loads zero-extend each M-byte element to its E-byte lane, stores truncate.
+Contiguous loads zero-extend each M-byte element to its E-byte lane (LD1S and LD1RS
+sign-extend), stores truncate. LD1R writes its element to every active lane, LD1RQ its 16 bytes
+to every 16-byte segment.
 
 Beats
 -----
@@ -40,7 +46,7 @@ operands, ``predicate`` and ``store_data``; the unit then works alone until ``do
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
@@ -57,6 +63,10 @@ __all__ = ["MEMORY_OPS", "STORE_OPS", "MemRequestLayout", "MemResponseLayout",
 MEMORY_OPS = ops_of(Trait.LOAD, Trait.STORE)
 #: The ones among them that write memory.
 STORE_OPS = ops_of(Trait.STORE)
+#: The contiguous accesses of LD1/ST1 (LDNT1 and STNT1 are the same access with a hint; LD1S
+#: sign-extends what it loads).
+_CONTIGUOUS_OPS = (Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS, Op.LDNT1_CONTIGUOUS,
+                   Op.STNT1_CONTIGUOUS, Op.LD1_SIGNED)
 
 
 def MemRequestLayout(width: int) -> data.StructLayout:
@@ -178,6 +188,9 @@ class LoadStoreUnit(ConfigComponent):
         esize_log2 = Signal(range(5))   # register lane size
         predicated = Signal()
         predicate_register = Signal()   # LDR/STR P: a footprint of SVL_B/8 bytes
+        quadword = Signal()             # LD1RQ: a footprint of the first 16 bytes
+        replicate = Signal()            # LD1R: element 0, broadcast to the active elements
+        signed_load = Signal()          # LD1S, LD1RS: elements sign-extended to their lanes
         offset = Signal(64)
         shift = Signal(range(16))       # log2 of the "mul vl" unit of an immediate offset
         with m.Switch(op):
@@ -192,7 +205,7 @@ class LoadStoreUnit(ConfigComponent):
                              shift.eq(Mux(decoded.flags.predicate, self.svl_log2 - 3,
                                           self.svl_log2)),
                              offset.eq(imm9 << shift)]
-            with m.Case(Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS):
+            with m.Case(*_CONTIGUOUS_OPS):
                 m.d.comb += [
                     msize_log2.eq(decoded.msize_log2), esize_log2.eq(decoded.esize_log2),
                     predicated.eq(1),
@@ -201,6 +214,18 @@ class LoadStoreUnit(ConfigComponent):
                                   self.index << decoded.msize_log2,
                                   fields.imm4 << shift)),
                 ]
+            with m.Case(Op.LD1_REPLICATE):
+                # One element (M bytes, lane 0 of a layout M = M), read if any is active.
+                m.d.comb += [msize_log2.eq(decoded.msize_log2), esize_log2.eq(decoded.msize_log2),
+                             offset.eq(fields.imm6 << decoded.msize_log2)]
+            with m.Case(Op.LD1RQ):
+                m.d.comb += [msize_log2.eq(decoded.msize_log2), esize_log2.eq(decoded.msize_log2),
+                             predicated.eq(1), quadword.eq(1),
+                             offset.eq(Mux(decoded.flags.scalar_offset,
+                                           self.index << decoded.msize_log2,
+                                           fields.imm4 << 4))]
+        m.d.comb += [replicate.eq(op == Op.LD1_REPLICATE),
+                     signed_load.eq((op == Op.LD1_SIGNED) | (replicate & decoded.flags.signed))]
         address = Signal(64)
         m.d.comb += address.eq(self.base + offset)
         is_store = Signal()
@@ -224,16 +249,34 @@ class LoadStoreUnit(ConfigComponent):
                         bits.append(predicate[lane] & svl_mask[lane])
                         stored.append(store_data.word_select(lane + (i & ((1 << msize) - 1)), 8))
                     m.d.comb += [enables.eq(Cat(*bits)), footprint.eq(Cat(*stored))]
-        limit = Signal(maxb)           # LDR/STR P only reach SVL_B/8 bytes
-        m.d.comb += limit.eq(Mux(predicate_register,
-                                 Cat(svl_mask[8 * i] if 8 * i < maxb else Const(0)
-                                     for i in range(maxb)),
-                                 (1 << maxb) - 1))
+        # The lanes a replicating load writes (its element's lanes that are active), and
+        # whether it reads memory at all.
+        lanes = Signal(maxb)
+        with m.Switch(decoded.esize_log2):
+            for log2 in range(4):
+                with m.Case(log2):
+                    m.d.comb += lanes.eq(Cat(self.predicate[b & ~((1 << log2) - 1)]
+                                             for b in range(maxb)) & svl_mask)
+        limit = Signal(maxb)           # LDR/STR P only reach SVL_B/8 bytes, LD1RQ 16
+        with m.If(predicate_register):
+            m.d.comb += limit.eq(Cat(svl_mask[8 * i] if 8 * i < maxb else Const(0)
+                                     for i in range(maxb)))
+        with m.Elif(quadword):
+            m.d.comb += limit.eq(0xFFFF)
+        with m.Elif(replicate):
+            m.d.comb += limit.eq(Mux(lanes.any(),
+                                     (Const(1, 9) << (Const(1, 4) << msize_log2)) - 1, 0))
+        with m.Else():
+            m.d.comb += limit.eq((1 << maxb) - 1)
 
         # ---- the registered access
         state = Signal(_State)
         r_write = Signal()
         r_layout = Signal(6)
+        r_replicate = Signal()
+        r_quadword = Signal()
+        r_signed = Signal()
+        r_lanes = Signal(maxb)
         r_misalign = Signal(range(beat))
         r_beat_base = Signal(64)
         r_enables = Signal(image_bytes)
@@ -257,7 +300,11 @@ class LoadStoreUnit(ConfigComponent):
             m.d.sync += [
                 state.eq(_State.BUSY),
                 r_write.eq(is_store),
-                r_layout.eq(Cat(esize_log2, msize_log2)),
+                r_layout.eq(Cat(Mux(replicate, decoded.esize_log2, esize_log2), msize_log2)),
+                r_replicate.eq(replicate),
+                r_quadword.eq(quadword),
+                r_signed.eq(signed_load),
+                r_lanes.eq(lanes),
                 r_misalign.eq(misalign),
                 r_beat_base.eq(address & ~Const(beat - 1, 64)),
                 r_enables.eq(enable_image),
@@ -306,14 +353,41 @@ class LoadStoreUnit(ConfigComponent):
         m.d.comb += [buffer.eq(r_loaded >> (r_misalign * 8)), active.eq(r_enables >> r_misalign)]
         loaded = Signal(maxb * 8)
         m.d.comb += loaded.eq(buffer & byte_mask(active))
+        formatted = Signal(maxb * 8)
         with m.Switch(r_layout):
             for msize, esize in self._layouts():
                 with m.Case(esize | msize << 3):
-                    lanes = []
-                    for j in range(maxb):
-                        within = j & ((1 << esize) - 1)
-                        source = ((j >> esize) << msize) + within
-                        lanes.append(loaded.word_select(source, 8)
-                                     if within < (1 << msize) and source < maxb else Const(0, 8))
-                    m.d.comb += self.load_data.eq(Cat(*lanes))
+                    m.d.comb += formatted.eq(self._formatted(loaded, msize, esize, r_signed))
+        replicated = Signal(maxb * 8)
+        with m.Switch(r_layout):     # LD1R: element 0 of layout M = M, widened to E (below)
+            for msize in range(4):
+                for esize in range(msize, 4):
+                    with m.Case(esize | msize << 3):
+                        element = self._formatted(loaded, msize, esize, r_signed)[:8 << esize]
+                        m.d.comb += replicated.eq(element.replicate(maxb >> esize))
+        with m.If(r_replicate):
+            m.d.comb += self.load_data.eq(replicated & byte_mask(r_lanes))
+        with m.Elif(r_quadword):
+            m.d.comb += self.load_data.eq(loaded[:128].replicate(maxb // 16))
+        with m.Else():
+            m.d.comb += self.load_data.eq(formatted)
         return m
+
+    @staticmethod
+    def _formatted(loaded, msize: int, esize: int, signed) -> Value:
+        """Memory elements of ``2^msize`` bytes in ``loaded`` widened to lanes of ``2^esize``
+        bytes, sign-extended when ``signed``."""
+        maxb = len(loaded) // 8
+        lanes = []
+        for j in range(maxb):
+            within = j & ((1 << esize) - 1)
+            base = (j >> esize) << msize
+            source = base + within
+            if base + (1 << msize) > maxb:
+                lanes.append(Const(0, 8))
+            elif within < (1 << msize):
+                lanes.append(loaded.word_select(source, 8))
+            else:
+                top = loaded.word_select(base + (1 << msize) - 1, 8)[7]
+                lanes.append((top & signed).replicate(8))
+        return Cat(*lanes)
