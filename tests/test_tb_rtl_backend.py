@@ -112,11 +112,12 @@ def test_unsupported_svl_is_rejected():
 
 def test_a_qemu_quirk_does_not_leak_into_the_model_rtl_pair(qemu):
     """The campaign that once reported a false ``model != rtl: za row 11 byte 24``: with QEMU in
-    the list, the vertical-LD1 quirk is applied to the model-versus-QEMU pair only (seed 2: with
-    today's generator, a campaign whose programs meet the quirk)."""
+    the list, the vertical-LD1 quirk is applied to the model-versus-QEMU pair only, in a
+    campaign whose programs meet the quirk."""
     from zatile.sw.campaign import run_campaign
+    from tests.test_compare import QUIRK_CAMPAIGN, seed_meeting_the_quirk
 
-    report = run_campaign(programs=3, svls=[128, 256], length=20, seed=2,
+    report = run_campaign(**QUIRK_CAMPAIGN, seed=seed_meeting_the_quirk(),
                           backends=["model", "qemu", "rtl"])
     assert report.mismatches == []
     assert report.divergences["qemu-vertical-ld1-stale-tail"] >= 1
