@@ -95,24 +95,26 @@ def _flag_params() -> list[str]:
 
 def _choice_params() -> dict[str, type]:
     """String-valued ``Form.params`` keys (a compare's ``cond``, a predicate operation's
-    ``logic``): each becomes an enum output of its values, upper-cased, after ``NONE`` (0, the
-    value for a form without the parameter)."""
+    ``logic``, a count's ``saturate``): each becomes an enum output of its values, upper-cased,
+    after ``NONE`` (0, the value for a form without the parameter or with it None)."""
     values: dict[str, set] = {}
     for form in isa.FORMS:
         for key, value in form.params.items():
             values.setdefault(key, set()).add(value)
     choices = {}
     for key, found in sorted(values.items()):
-        if all(isinstance(value, str) for value in found):
+        found.discard(None)           # a form whose parameter is None has it NONE
+        if found and all(isinstance(value, str) for value in found):
             members = ["NONE", *sorted(value.upper() for value in found)]
             choices[key] = derived_enum(key.title().replace("_", ""), members,
                                         Shape.cast(range(len(members))).width)
     return choices
 
 
-#: The non-boolean parameters the decoder turns into fields (``ways`` the datapath derives
-#: from the operation).
-_KNOWN_PARAMS = frozenset({"esize", "msize", "registers", "unit", "ways"})
+#: The non-boolean parameters the decoder turns into fields (``ways`` and a reduction's
+#: ``result_size`` the datapath derives from the operation).
+_KNOWN_PARAMS = frozenset({"esize", "msize", "registers", "unit", "ways", "width",
+                           "result_size"})
 
 
 def check_known_params(ops) -> None:
@@ -129,7 +131,8 @@ def check_known_params(ops) -> None:
     """
     forms = [form for form in isa.FORMS if Op[form.op.upper()] in ops]
     unknown = sorted(key for key, types in _param_types(forms).items()
-                     if types not in ({bool}, {str}) and key not in _KNOWN_PARAMS)
+                     if types not in ({bool}, {str}, {str, type(None)})
+                     and key not in _KNOWN_PARAMS)
     if unknown:
         raise RuntimeError(f"hw.decoder does not know the form parameter(s) {unknown!r}")
 
@@ -181,6 +184,7 @@ DecodedLayout = data.StructLayout({
     "msize_log2": range(4),               # params["msize"]: memory element size, log2 bytes
     "registers": range(5),                # params["registers"]: Z registers of LD2-4/ST2-4, else 1
     "unit_pred": 1,                       # params["unit"] == "svl_pred_bytes" (ADDSPL)
+    "width_32": 1,                        # params["width"] == 32: a W-register count or WHILE
     "flags": FlagsLayout,
     "choices": ChoicesLayout,
     "present": PresentLayout,
@@ -266,13 +270,15 @@ class Decoder(ConfigComponent):
             out.registers.eq(select([f.params.get("registers", 1) for f in forms])),
             out.unit_pred.eq(select([int(f.params.get("unit") == "svl_pred_bytes")
                                      for f in forms])),
+            out.width_32.eq(select([int(f.params.get("width") == 32) for f in forms])),
         ]
         for flag in _FLAGS:
             m.d.comb += out.flags[flag].eq(select([int(bool(f.params.get(flag, False)))
                                                    for f in forms]))
         for key, choice in CHOICES.items():
             m.d.comb += out.choices[key].as_value().eq(select(
-                [choice[f.params[key].upper()].value if key in f.params else 0 for f in forms]))
+                [choice[f.params[key].upper()].value if f.params.get(key) is not None else 0
+                 for f in forms]))
         for name in _FIELD_SHAPES:
             m.d.comb += out.present[name].eq(select([int(name in f.field_map) for f in forms]))
         for name in _SLOT_FIELDS:

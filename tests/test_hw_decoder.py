@@ -1,5 +1,6 @@
 """hw.decoder against sw.isa.decode: every form, random words, exclusions, feature gating."""
 
+import dataclasses
 import gc
 import random
 import warnings
@@ -123,12 +124,18 @@ def test_slots_follow_scalar_sources():
     assert NO_SLOT == 3
 
 
-def test_a_parameter_the_decoder_does_not_know_is_refused_for_a_performed_operation():
-    """The engine's operations pass; one whose forms carry a parameter the decoder has no
-    output for (the register width of INC/DEC, an integer) is refused by name."""
+def test_a_parameter_the_decoder_does_not_know_is_refused_for_a_performed_operation(
+        monkeypatch):
+    """The engine's operations pass; a form that carries a parameter the decoder has no
+    output for (a planted integer ``stride``) is refused by name, and only for an operation
+    the engine performs."""
     from zatile.hw.engine import IMPLEMENTED_OPS
     check_known_params(IMPLEMENTED_OPS)
-    with pytest.raises(RuntimeError, match="'width'"):
+    form = isa.FORMS_BY_NAME["INCB_X"]
+    planted = dataclasses.replace(form, params={**form.params, "stride": 2})
+    monkeypatch.setattr(isa, "FORMS", (*isa.FORMS, planted))
+    check_known_params(set(IMPLEMENTED_OPS) - {Op.COUNT_SCALAR})
+    with pytest.raises(RuntimeError, match="'stride'"):
         check_known_params({*IMPLEMENTED_OPS, Op.COUNT_SCALAR})
 
 

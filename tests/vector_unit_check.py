@@ -4,7 +4,8 @@
 streaming states full of edge values, random predicates and random general registers;
 :func:`check` runs them through the unit the way the engine feeds it (:mod:`zatile.hw.vector.common`
 says which register goes where) and lists every difference from the model by form, word and
-register: the Z bytes and P bits the unit writes, its scalar result and NZCV. ``corrupt`` plants
+register: the Z bytes and P bits the unit writes, its scalar result, NZCV and FPSR flags (FPCR's
+DN, FZ, FZ16 and rounding mode are random). ``corrupt`` plants
 a difference, so each unit's test shows the comparison catches it.
 """
 
@@ -62,6 +63,9 @@ def cases(ops, svl: int, count: int, seed: int) -> list[tuple[int, ArchState]]:
         state = _streaming_state(rng, svl)
         state.x = np.array([_edge_scalar(rng) for _ in range(31)], dtype=np.uint64)
         state.nzcv = rng.getrandbits(4)
+        # FPCR: DN (25), FZ (24), RMode (23:22), FZ16 (19), each at random.
+        state.fpcr = rng.getrandbits(1) << 25 | rng.getrandbits(1) << 24 \
+            | rng.getrandbits(2) << 22 | rng.getrandbits(1) << 19
         result.append((word, state))
     return result
 
@@ -78,8 +82,8 @@ def check(unit_class, svl: int, case_list, corrupt: Callable | None = None) -> l
     """Run ``case_list`` through decoder + ``unit_class``; the differences from the model.
 
     ``corrupt(word, outputs)`` may alter the unit's outputs (a dict of ``vector``,
-    ``vector_lanes``, ``predicate``, ``predicate_lanes``, ``scalar``, ``nzcv``) before the
-    comparison.
+    ``vector_lanes``, ``predicate``, ``predicate_lanes``, ``scalar``, ``nzcv``,
+    ``fpsr_flags``) before the comparison.
     """
     m = Module()
     m.submodules.decoder = decoder = Decoder(CONFIG, frozenset(unit_class.OPS))
@@ -113,6 +117,7 @@ def check(unit_class, svl: int, case_list, corrupt: Callable | None = None) -> l
                                read_operands(word, state)))
             for name in _GENERAL:
                 ctx.set(getattr(payload, name), sources.get(name, 0))
+            ctx.set(payload.fpcr, state.fpcr)
             ctx.set(unit.op.valid, 1)
             if not await _wait(ctx, unit.op.ready):
                 problems.append(f"{decoded.form.name} 0x{word:08x}: not accepted")
@@ -127,7 +132,7 @@ def check(unit_class, svl: int, case_list, corrupt: Callable | None = None) -> l
             outputs = {name: ctx.get(getattr(out, name).as_value()
                                      if name == "vector" else getattr(out, name))
                        for name in ("vector", "vector_lanes", "predicate", "predicate_lanes",
-                                    "scalar", "nzcv")}
+                                    "scalar", "nzcv", "fpsr_flags")}
             await ctx.tick()        # the result is taken
             if corrupt is not None:
                 outputs = corrupt(word, outputs)
@@ -183,5 +188,8 @@ def _compare(word: int, state: ArchState, outputs: dict, svl: int) -> list[str]:
         problems.append(f"{name}: scalar 0x{outputs['scalar']:x} != 0x{expected.scalar:x}")
     if Trait.SETS_FLAGS in decoded.form.traits and outputs["nzcv"] != expected.nzcv:
         problems.append(f"{name}: nzcv {outputs['nzcv']:04b} != {expected.nzcv:04b}")
+    flags = expected.fpsr_flags or 0
+    if outputs["fpsr_flags"] != flags:
+        problems.append(f"{name}: fpsr flags {outputs['fpsr_flags']:08b} != {flags:08b}")
     return problems
 

@@ -18,7 +18,7 @@ payload field           the register it holds
 ======================  ==================================================================
 
 P values are clear beyond the effective SVL; ``svl_mask`` has one bit per byte inside it and
-``svl_log2`` is log2 of the SVL in bytes. A result writes the bytes ``vector_lanes`` of the Z
+``svl_log2`` is log2 of the SVL in bytes; ``fpcr`` is FPCR. A result writes the bytes ``vector_lanes`` of the Z
 destination (``Zdn``, ``Zda``, ``Vd``, ``Vdn`` or ``Zd``), the bits ``predicate_lanes`` of the P
 destination (``Pd``, ``Pdn`` or ``Pdm``), and carries the general-register result ``scalar`` and
 the flags ``nzcv`` (the engine reports them for the forms that have them).
@@ -49,17 +49,18 @@ def VectorOpLayout(config: EngineConfig) -> data.StructLayout:
     return data.StructLayout({
         "decoded": DecodedLayout, "first": row, "second": row, "third": row,
         "governing": maxb, "pn": maxb, "pm": maxb, "rn": 64, "rm": 64, "rdn": 64,
-        "svl_mask": maxb, "svl_log2": range(16)})
+        "svl_mask": maxb, "svl_log2": range(16), "fpcr": 32})
 
 
 def VectorResultLayout(config: EngineConfig) -> data.StructLayout:
     """The ``result`` payload: ``vector`` and the bytes of it to write (``vector_lanes``, zero
     when the instruction writes no Z register), ``predicate`` and the bits of it to write
-    (``predicate_lanes``), ``scalar`` and ``nzcv``."""
+    (``predicate_lanes``), ``scalar``, ``nzcv``, and the FPSR cumulative exception bits the
+    instruction raised (``fpsr_flags``, FPSR bits 7-0, for the CPU to OR into FPSR)."""
     maxb = max_bytes(config)
     return data.StructLayout({
         "vector": row_layout(config), "vector_lanes": maxb, "predicate": maxb,
-        "predicate_lanes": maxb, "scalar": 64, "nzcv": 4})
+        "predicate_lanes": maxb, "scalar": 64, "nzcv": 4, "fpsr_flags": 8})
 
 
 def element_starts(log2: int, maxb: int) -> Const:

@@ -19,11 +19,15 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.hw._common import ConfigComponent
 from zatile.hw.vector.alu import VectorAlu
 from zatile.hw.vector.common import VectorOpLayout, VectorResultLayout
+from zatile.hw.vector.multiply import VectorMultiplier
+from zatile.hw.vector.permute import VectorPermuter
+from zatile.hw.vector.predicate import VectorPredicateUnit
+from zatile.hw.vector.shift import VectorShifter
 
 __all__ = ["UNITS", "VECTOR_OPS", "VectorUnit"]
 
 #: The execution units, by number.
-UNITS = (VectorAlu,)
+UNITS = (VectorAlu, VectorShifter, VectorMultiplier, VectorPredicateUnit, VectorPermuter)
 #: Every operation the vector unit performs.
 VECTOR_OPS = tuple(op for unit in UNITS for op in unit.OPS)
 #: How many instructions may be in flight.

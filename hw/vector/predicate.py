@@ -1,0 +1,444 @@
+"""The vector unit's predicate, count and reduction unit.
+
+An execution unit of :mod:`zatile.hw.vector` (payloads in :mod:`zatile.hw.vector.common`).
+docs/isa.md, "Streaming SVE predicates, counts and reductions", states the semantics; the
+reference model is the oracle of ``tests/test_hw_vector_predicate.py``.
+
+* Predicate operations (one cycle): PFIRST, PNEXT, PTRUES, BRKA/BRKB (zeroing, merging and
+  flag-setting), BRKN(S), BRKPA/BRKPB(S), and WHILELE/LS/GE/GT/HS/HI. The model runs a WHILE
+  element by element with the first operand stepping and wrapping in its register width; in
+  closed form the number of true elements is ``op2 - op1`` (descending: ``op1 - op2``), plus
+  one for an inclusive condition, clamped to ``[0, elements]``, except that an inclusive
+  condition whose limit is the end of the range (LE against the largest value, GE against the
+  smallest, LS against all ones, HS against 0) never fails: every element is true.
+* Counts (one cycle): CNTP, and INC/DEC/SQINC/UQINC/SQDEC/UQDEC of a general register (32- and
+  64-bit saturation) or of every element of a Z register, by a pattern's element count
+  (``DecodePredCount`` of :func:`zatile.sw.arch.pseudocode.predicate_count`, times ``imm4 + 1``)
+  or by a predicate's active-element count.
+* Integer reductions (SADDV, UADDV, S/U MAX/MIN V, ANDV, ORV, EORV; several cycles): inactive
+  elements become the function's identity, then each cycle combines adjacent element pairs
+  into one element of twice the size (extended by the function's signedness, so sums cannot
+  overflow) until the elements are 64 bits, and then pairs of 64-bit elements, until element 0
+  holds the result: ``log2(MAXB) - log2(esize)`` steps. Vd receives it zero-extended.
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth.lib import stream
+from amaranth.lib.wiring import In, Out
+
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.pseudocode import predicate_count
+
+from zatile.hw._common import ConfigComponent, max_bytes
+from zatile.hw.decoder import CHOICES, Op
+from zatile.hw.vector.common import (ELEMENT_SIZES, VectorOpLayout, VectorResultLayout,
+                                     active_bytes, element_starts, predicate_test)
+
+__all__ = ["VectorPredicateUnit"]
+
+_COND = CHOICES["cond"]
+_KIND = CHOICES["kind"]
+_FUNCTION = CHOICES["function"]
+
+_COUNT_OPS = (Op.COUNT_SCALAR, Op.COUNT_VECTOR, Op.COUNTP_SCALAR, Op.COUNTP_VECTOR)
+_VECTOR_COUNT_OPS = (Op.COUNT_VECTOR, Op.COUNTP_VECTOR)
+#: Reductions whose elements are signed.
+_SIGNED_FUNCTIONS = ("SADD", "SMAX", "SMIN")
+
+
+def _extend(value: Value, signed_: Value, width: int) -> Value:
+    """``value`` sign- (when ``signed_``) or zero-extended to ``width`` bits, as signed."""
+    return Cat(value, (value[-1] & signed_).replicate(width - len(value))).as_signed()
+
+
+def _saturate(value: Value, bits: int, signed_: bool) -> Value:
+    """``SatQ`` of a signed ``value`` to ``bits`` bits."""
+    low = -(1 << (bits - 1)) if signed_ else 0
+    high = (1 << (bits - 1)) - 1 if signed_ else (1 << bits) - 1
+    return Mux(value < low, Const(low, bits + 1)[:bits],
+               Mux(value > high, Const(high, bits + 1)[:bits], value[:bits]))
+
+
+def _lowest(m: Module, value: Value, name: str) -> Signal:
+    """``value`` with only its lowest set bit kept."""
+    operand, result = Signal(len(value), name=f"{name}_operand"), Signal(len(value), name=name)
+    m.d.comb += [operand.eq(value), result.eq((operand & -operand)[:len(value)])]
+    return result
+
+
+def _reverse(value: Value) -> Value:
+    return Cat(*(value[index] for index in reversed(range(len(value)))))
+
+
+def _highest(m: Module, value: Value, name: str) -> Signal:
+    """``value`` with only its highest set bit kept."""
+    operand, result = Signal(len(value), name=f"{name}_operand"), Signal(len(value), name=name)
+    m.d.comb += [operand.eq(value),
+                 result.eq(_reverse(_lowest(m, _reverse(operand), f"{name}_reversed")))]
+    return result
+
+
+def _popcount(bits: list[Value]) -> Value:
+    """The number of set bits, as a balanced adder tree."""
+    while len(bits) > 1:
+        pairs = [bits[index] + bits[index + 1] for index in range(0, len(bits) - 1, 2)]
+        bits = pairs + ([bits[-1]] if len(bits) % 2 else [])
+    return bits[0]
+
+
+class VectorPredicateUnit(ConfigComponent):
+    """Predicate operations, element counts and integer reductions (module documentation).
+
+    Parameters
+    ----------
+    config : EngineConfig
+        ``max_svl`` sizes the vectors; ``supported_svls`` bounds the pattern counts.
+
+    Attributes
+    ----------
+    op : In(stream.Signature(VectorOpLayout))
+    result : Out(stream.Signature(VectorResultLayout)), one transfer per ``op`` transfer: the
+        cycle after it for every operation but REDUCE, which takes ``log2(MAXB / esize) + 2``
+        cycles (``op.ready`` is low meanwhile).
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`EngineConfig`.
+    """
+
+    #: The operations the unit performs.
+    OPS = (Op.PFIRST, Op.PNEXT, Op.PTRUES, Op.BRK, Op.BRK_FLAGS, Op.WHILE_COND, Op.CNTP,
+           *_COUNT_OPS, Op.REDUCE)
+
+    def __init__(self, config: EngineConfig):
+        super().__init__(config, {
+            "op": In(stream.Signature(VectorOpLayout(config))),
+            "result": Out(stream.Signature(VectorResultLayout(config))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        maxb = max_bytes(self._config)
+        payload = self.op.payload
+        decoded = payload.decoded
+        op, fields, flags, choices = decoded.op, decoded.fields, decoded.flags, decoded.choices
+        esize_log2 = decoded.esize_log2
+        svl_mask, svl_log2 = payload.svl_mask, payload.svl_log2
+        g, pn, pm = payload.governing, payload.pn, payload.pm
+
+        # ---- element geometry
+        starts = Signal(maxb)           # one bit at each element's first byte, inside the SVL
+        with m.Switch(esize_log2):
+            for log2 in ELEMENT_SIZES:
+                with m.Case(log2):
+                    m.d.comb += starts.eq(element_starts(log2, maxb) & svl_mask)
+        elements_log2 = Signal(range(16))
+        m.d.comb += elements_log2.eq(svl_log2 - esize_log2)
+        elements = Signal(range(maxb + 1))
+        m.d.comb += elements.eq(1 << elements_log2)
+
+        def below(limit: Value) -> Value:
+            """One bit per byte: the byte's number is less than ``limit``."""
+            return Cat(*(limit > byte for byte in range(maxb)))
+
+        # ---- DecodePredCount for every (element count, pattern) the configuration can see
+        pattern_count = Signal(range(maxb + 1))
+        counts = sorted({svl // 8 >> log2 for svl in self._config.supported_svls
+                         for log2 in ELEMENT_SIZES})
+        with m.Switch(elements_log2):
+            for count in counts:
+                with m.Case(count.bit_length() - 1):
+                    with m.Switch(fields.pattern):
+                        for pattern in range(32):
+                            value = predicate_count(pattern, count)
+                            if value:
+                                with m.Case(pattern):
+                                    m.d.comb += pattern_count.eq(value)
+
+        # ---- the count of a CNTP or an INC/DEC: pattern times multiplier, or active elements
+        counted = Signal(maxb)
+        m.d.comb += counted.eq(Mux(op == Op.CNTP, g & pn, pm) & starts)
+        active_count = Signal(range(maxb + 1))
+        m.d.comb += active_count.eq(_popcount(list(counted)))
+        count = Signal(range(16 * maxb + 1))
+        m.d.comb += count.eq(Mux((op == Op.COUNT_SCALAR) | (op == Op.COUNT_VECTOR),
+                                 pattern_count * (fields.imm4[:4] + 1), active_count))
+
+        # The saturation and register width.
+        saturate_signed, saturate_unsigned, narrow = Signal(), Signal(), Signal()
+        saturate = decoded.choices.saturate
+        m.d.comb += [saturate_signed.eq(saturate == CHOICES["saturate"].SIGNED),
+                     saturate_unsigned.eq(saturate == CHOICES["saturate"].UNSIGNED),
+                     narrow.eq(decoded.width_32)]
+        saturating = saturate_signed | saturate_unsigned
+
+        # ---- scalar INC/DEC: a 66-bit sum of the register (its width, extended) and the count
+        operand = Signal(signed(66))
+        m.d.comb += operand.eq(Mux(narrow, _extend(payload.rdn[:32], saturate_signed, 66),
+                                   _extend(payload.rdn, saturate_signed, 66)))
+        delta = Signal(signed(len(count) + 1))     # the count, negated for a decrement
+        m.d.comb += delta.eq(Mux(flags.decrement, -count, count))
+        total = Signal(signed(66))
+        m.d.comb += total.eq(operand + delta)
+        adjusted = Signal(64)
+        with m.If(~saturating):
+            m.d.comb += adjusted.eq(total[:64])
+        with m.Elif(narrow & saturate_signed):
+            m.d.comb += adjusted.eq(_extend(_saturate(total, 32, True), 1, 64))
+        with m.Elif(narrow):
+            m.d.comb += adjusted.eq(_saturate(total, 32, False))
+        with m.Elif(saturate_signed):
+            m.d.comb += adjusted.eq(_saturate(total, 64, True))
+        with m.Else():
+            m.d.comb += adjusted.eq(_saturate(total, 64, False))
+
+        # ---- vector INC/DEC: every element plus or minus the count (no byte forms)
+        first = Value.cast(payload.first)
+        element_adjusted = Signal(8 * maxb)
+        with m.Switch(esize_log2):
+            for log2 in ELEMENT_SIZES[1:]:
+                with m.Case(log2):
+                    m.d.comb += element_adjusted.eq(_adjust_elements(
+                        m, first, log2, maxb, delta, saturate_signed, saturate_unsigned))
+
+        # ---- WHILELE/LS/GE/GT/HS/HI in closed form (module documentation)
+        cond = choices.cond
+        while_signed = (cond == _COND.LE) | (cond == _COND.GE) | (cond == _COND.GT)
+        descending = (cond == _COND.GE) | (cond == _COND.GT) | (cond == _COND.HS) | \
+            (cond == _COND.HI)
+        inclusive = (cond == _COND.LE) | (cond == _COND.LS) | (cond == _COND.GE) | \
+            (cond == _COND.HS)
+
+        def operand_of(register):
+            return Mux(narrow, _extend(register[:32], while_signed, 66),
+                       _extend(register, while_signed, 66))
+        op1, op2 = Signal(signed(66)), Signal(signed(66))
+        m.d.comb += [op1.eq(operand_of(payload.rn)), op2.eq(operand_of(payload.rm))]
+        # The first operand counts down from op1 to op2 or up from op1 to op2.
+        high, low = Signal(signed(66)), Signal(signed(66))
+        m.d.comb += [high.eq(Mux(descending, op1, op2)), low.eq(Mux(descending, op2, op1))]
+        distance = Signal(signed(67))
+        m.d.comb += distance.eq(high - low + inclusive)
+        # The value at which an inclusive condition cannot fail before wrapping round.
+        endless = Signal()
+        with m.Switch(cond):
+            for name, limit32, limit64 in (("LE", (1 << 31) - 1, (1 << 63) - 1),
+                                           ("GE", -(1 << 31), -(1 << 63)),
+                                           ("LS", (1 << 32) - 1, (1 << 64) - 1),
+                                           ("HS", 0, 0)):
+                with m.Case(_COND[name]):
+                    m.d.comb += endless.eq(op2 == Mux(narrow, Const(limit32, signed(66)),
+                                                      Const(limit64, signed(66))))
+        while_count = Signal(range(maxb + 1))
+        with m.If(endless | (distance >= elements)):
+            m.d.comb += while_count.eq(elements)
+        with m.Elif(distance <= 0):
+            m.d.comb += while_count.eq(0)
+        with m.Else():
+            m.d.comb += while_count.eq(distance)
+        # Bytes below `limit` hold the true elements (descending: bytes from `limit` up).
+        svl_bytes = Signal(range(maxb + 1))
+        m.d.comb += svl_bytes.eq(1 << svl_log2)
+        limit = Signal(range(maxb + 1))
+        m.d.comb += limit.eq(Mux(op == Op.PTRUES, pattern_count << esize_log2,
+                                 Mux(descending, svl_bytes - (while_count << esize_log2),
+                                     while_count << esize_log2)))
+        leading = Signal(maxb)
+        m.d.comb += leading.eq(below(limit))
+        filled = Signal(maxb)           # PTRUES and WHILE results
+        m.d.comb += filled.eq(Mux((op == Op.WHILE_COND) & descending, ~leading, leading) & starts)
+
+        # ---- PFIRST, PNEXT
+        pfirst = Signal(maxb)
+        m.d.comb += pfirst.eq(pn | _lowest(m, g, "pfirst_added"))
+        next_governing = Signal(maxb)
+        m.d.comb += next_governing.eq(g & starts)
+        # The elements above the last true element of Pdn (all when there is none).
+        last = _highest(m, pn & starts, "pnext_last")
+        after_last = Signal(maxb)
+        m.d.comb += after_last.eq(Mux(last.any(), ~(last | (last - 1)[:maxb]),
+                                      Const((1 << maxb) - 1, maxb)))
+        pnext = Signal(maxb)
+        m.d.comb += pnext.eq(_lowest(m, next_governing & after_last, "pnext_found"))
+
+        # ---- BRKA/BRKB, BRKPA/BRKPB, BRKN
+        # Whether the last active element of Pn is true.
+        last_active = Signal()
+        m.d.comb += last_active.eq((_highest(m, g, "brk_last") & pn).any())
+        kind = choices.kind
+        source = Mux(kind == _KIND.PROPAGATE, pm, pn)
+        stop = Signal(maxb)             # the first active true element of the source
+        m.d.comb += stop.eq(_lowest(m, g & source, "brk_stop"))
+        # Elements before it (all when there is none) and, for BRKA/BRKPA, it too.
+        before = Signal(maxb)
+        m.d.comb += before.eq((stop - 1)[:maxb] | Mux(flags.after, stop, 0))
+        breaks = Signal(maxb)
+        with m.Switch(kind):
+            with m.Case(_KIND.NEXT):
+                m.d.comb += breaks.eq(Mux(last_active, pm, 0))
+            with m.Case(_KIND.PROPAGATE):
+                m.d.comb += breaks.eq(Mux(last_active, g & before, 0))
+            with m.Default():
+                m.d.comb += breaks.eq(g & before)
+
+        # ---- the predicate result and its PredTest
+        predicate = Signal(maxb)
+        flag_mask = Signal(maxb)        # the governing predicate of PredTest
+        with m.Switch(op):
+            with m.Case(Op.PFIRST):
+                m.d.comb += [predicate.eq(pfirst), flag_mask.eq(g)]
+            with m.Case(Op.PNEXT):
+                m.d.comb += [predicate.eq(pnext), flag_mask.eq(next_governing)]
+            with m.Case(Op.PTRUES):
+                m.d.comb += [predicate.eq(filled), flag_mask.eq(filled)]
+            with m.Case(Op.WHILE_COND):
+                m.d.comb += [predicate.eq(filled), flag_mask.eq(starts)]
+            with m.Case(Op.BRK, Op.BRK_FLAGS):
+                m.d.comb += [predicate.eq(breaks & svl_mask),
+                             flag_mask.eq(Mux(kind == _KIND.NEXT, svl_mask, g))]
+        nzcv = Signal(4)
+        m.d.comb += nzcv.eq(predicate_test(flag_mask, predicate))
+
+        # ---- reductions: identity for inactive elements, then the pairwise steps
+        function = choices.function
+        reduce_signed = Signal()
+        m.d.comb += reduce_signed.eq(Cat(*(function == _FUNCTION[name]
+                                           for name in _SIGNED_FUNCTIONS)).any())
+        low_identity, top_identity = Signal(8), Signal(8)   # bytes of the identity element
+        with m.Switch(function):
+            for name, low, top in (("SMAX", 0x00, 0x80), ("SMIN", 0xFF, 0x7F),
+                                   ("UMIN", 0xFF, 0xFF), ("AND", 0xFF, 0xFF)):
+                with m.Case(_FUNCTION[name]):
+                    m.d.comb += [low_identity.eq(low), top_identity.eq(top)]
+        active = Signal(maxb)
+        tops = Signal(maxb)             # the last byte of each element
+        with m.Switch(esize_log2):
+            for log2 in ELEMENT_SIZES:
+                with m.Case(log2):
+                    size = 1 << log2
+                    m.d.comb += [active.eq(active_bytes(g, log2, maxb)),
+                                 tops.eq(Cat(*(Const(byte % size == size - 1)
+                                               for byte in range(maxb))))]
+        reduce_input = Signal(8 * maxb)
+        m.d.comb += reduce_input.eq(Cat(*(
+            Mux(active[byte], first[8 * byte:8 * byte + 8],
+                Mux(tops[byte], top_identity, low_identity)) for byte in range(maxb))))
+        steps_total = (maxb.bit_length() - 1)
+
+        # Reduction state: the vector being folded, its element size, the steps left.
+        r_busy = Signal()
+        r_vector = Signal(8 * maxb)
+        r_size_log2 = Signal(range(4))
+        r_steps = Signal(range(steps_total + 1))
+        r_signed = Signal()
+        r_function = Signal(_FUNCTION)
+        r_result_bytes = Signal(range(9))
+        folded = Signal(8 * maxb)
+        with m.Switch(r_size_log2):
+            for log2 in ELEMENT_SIZES:
+                with m.Case(log2):
+                    m.d.comb += folded.eq(_fold(m, r_vector, log2, maxb, r_signed, r_function))
+
+        # ---- handshake and results
+        out = self.result.payload
+        output_free = ~self.result.valid | self.result.ready
+        m.d.comb += self.op.ready.eq(~r_busy & output_free)
+        accept = self.op.valid & self.op.ready
+        with m.If(self.result.valid & self.result.ready):
+            m.d.sync += self.result.valid.eq(0)
+
+        is_reduce = op == Op.REDUCE
+        writes_predicate = Cat(*(op == o for o in (Op.PFIRST, Op.PNEXT, Op.PTRUES, Op.BRK,
+                                                   Op.BRK_FLAGS, Op.WHILE_COND))).any()
+        vector_count = Cat(*(op == o for o in _VECTOR_COUNT_OPS)).any()
+        with m.If(accept & ~is_reduce):
+            m.d.sync += [
+                self.result.valid.eq(1),
+                out.vector.eq(element_adjusted),
+                out.vector_lanes.eq(Mux(vector_count, svl_mask, 0)),
+                out.predicate.eq(predicate),
+                # Merging BRKA/BRKB write only the active elements.
+                out.predicate_lanes.eq(Mux(writes_predicate,
+                                           Mux(flags.merging, g, svl_mask) & svl_mask, 0)),
+                out.scalar.eq(Mux(op == Op.CNTP, active_count, adjusted)),
+                out.nzcv.eq(nzcv),
+            ]
+        with m.If(accept & is_reduce):
+            m.d.sync += [
+                r_busy.eq(1), r_vector.eq(reduce_input), r_size_log2.eq(esize_log2),
+                r_steps.eq(steps_total - esize_log2), r_signed.eq(reduce_signed),
+                r_function.eq(function),
+                r_result_bytes.eq(Mux((function == _FUNCTION.SADD) |
+                                      (function == _FUNCTION.UADD), 8, 1 << esize_log2)),
+            ]
+        with m.If(r_busy):
+            with m.If(r_steps != 0):
+                m.d.sync += [r_vector.eq(folded), r_steps.eq(r_steps - 1),
+                             r_size_log2.eq(Mux(r_size_log2 == 3, 3, r_size_log2 + 1))]
+            with m.Elif(output_free):
+                result_mask = Cat(*(r_result_bytes > byte for byte in range(8)))
+                m.d.sync += [
+                    r_busy.eq(0), self.result.valid.eq(1),
+                    out.vector.eq(Cat(*(Mux(result_mask[byte], r_vector[8 * byte:8 * byte + 8],
+                                            0) for byte in range(8)))),
+                    out.vector_lanes.eq(svl_mask), out.predicate.eq(0),
+                    out.predicate_lanes.eq(0), out.scalar.eq(0), out.nzcv.eq(0),
+                ]
+        return m
+
+
+def _adjust_elements(m: Module, vector: Value, log2: int, maxb: int, delta: Value,
+                     saturate_signed: Value, saturate_unsigned: Value) -> Value:
+    """Every element of ``2^log2`` bytes plus ``delta`` (signed): wrapping, or saturating."""
+    bits = 8 << log2
+    width = bits + 2
+    results = []
+    for index in range(maxb >> log2):
+        element = vector[index * bits:(index + 1) * bits]
+        value = _extend(element, saturate_signed, width)
+        total = Signal(signed(width), name=f"adjust{bits}_{index}_total")
+        m.d.comb += total.eq(value + delta)
+        result = Signal(bits, name=f"adjust{bits}_{index}")
+        with m.If(saturate_signed):
+            m.d.comb += result.eq(_saturate(total, bits, True))
+        with m.Elif(saturate_unsigned):
+            m.d.comb += result.eq(_saturate(total, bits, False))
+        with m.Else():
+            m.d.comb += result.eq(total[:bits])
+        results.append(result)
+    return Cat(*results)
+
+
+def _fold(m: Module, vector: Value, log2: int, maxb: int, signed_: Value,
+          function: Value) -> Value:
+    """One reduction step on elements of ``2^log2`` bytes: element ``i`` of the result is the
+    function of elements ``2i`` and ``2i + 1``, at twice the size (at most 64 bits; the upper
+    half of a 64-bit step is zero)."""
+    bits = 8 << log2
+    out_bits = min(2 * bits, 64)
+    results = []
+    for index in range(maxb >> (log2 + 1)):
+        a = vector[2 * index * bits:(2 * index + 1) * bits]
+        b = vector[(2 * index + 1) * bits:(2 * index + 2) * bits]
+        x = _extend(a, signed_, out_bits + 1)
+        y = _extend(b, signed_, out_bits + 1)
+        result = Signal(out_bits, name=f"fold{bits}_{index}")
+        less = x < y
+        with m.Switch(function):
+            with m.Case(_FUNCTION.SADD, _FUNCTION.UADD):
+                m.d.comb += result.eq((x + y)[:out_bits])
+            with m.Case(_FUNCTION.SMAX, _FUNCTION.UMAX):
+                m.d.comb += result.eq(Mux(less, y, x)[:out_bits])
+            with m.Case(_FUNCTION.SMIN, _FUNCTION.UMIN):
+                m.d.comb += result.eq(Mux(less, x, y)[:out_bits])
+            with m.Case(_FUNCTION.AND):
+                m.d.comb += result.eq((x & y)[:out_bits])
+            with m.Case(_FUNCTION.OR):
+                m.d.comb += result.eq((x | y)[:out_bits])
+            with m.Case(_FUNCTION.EOR):
+                m.d.comb += result.eq((x ^ y)[:out_bits])
+        results.append(result)
+    return Cat(*results, Const(0, 8 * maxb - out_bits * len(results)))
