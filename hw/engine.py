@@ -10,7 +10,8 @@ Ports
 ``result`` (stream out, :func:`ResultLayout`)
     One per instruction, in issue order: ``status`` (OK, UNDEF, SME_TRAP, FAULT), ``smtc`` for
     an SME trap, ``fault_address`` for a fault, ``scalar`` (the value of MRS SVCR, RDSVL, RDVL,
-    CNTx, ADDSVL, ADDSPL, for the host to write to the destination register),
+    CNTx, ADDSVL, ADDSPL, and of the vector unit's INC/DEC Xdn, CNTP, LASTA/B, CLASTA/B to a
+    general register, for the host to write to the destination register),
     ``fpsr_reset`` (PSTATE.SM changed: the host sets FPSR to 0x0800009F, which the engine does
     not hold), and ``nzcv`` with ``sets_flags`` (an instruction of ``Trait.SETS_FLAGS``
     completed: the host sets PSTATE.NZCV, which the engine does not hold, to ``nzcv``).

@@ -19,11 +19,12 @@ the workload), the number of memory requests, and the wall-clock time of the sim
     k step, four contiguous vector loads (two columns of A, two rows of B; LD1W, LD1B, LD1H)
     feeding four outer products into ZA0-ZA3 (FMOPA .S, SMOPA .S, BFMOPA); 64 k steps, 256
     outer products. Its utilization is outer products per busy cycle (the limit is 1.00).
-``vector_int`` / ``vector_compare``
-    1,000 streaming-SVE integer instructions of the vector unit: ADD, SUB, SMAX, AND, SQADD
-    (unpredicated and predicated, .S) over independent registers; or CMPGT/CMPEQ into
-    predicates with ANDS/ORR on predicates between them. Its figure is instructions per busy
-    cycle.
+``vector_int`` / ``vector_compare`` / ``vector_shift`` / ``vector_multiply`` / ``vector_predicate`` / ``vector_permute``
+    1,000 streaming-SVE instructions of one execution unit of the vector unit, over
+    independent registers: ADD, SUB, SMAX, AND, SQADD (.S); CMPGT/CMPEQ into predicates with
+    ANDS/ORR on predicates between them; ASR, LSL, SXTH, ABS, SQXTNB; MUL, MLA, SMULH; INCW,
+    CNTP, UADDV, WHILELO, BRKA; ZIP1, TBL, INDEX, SEL, LASTB. Its figure is instructions per
+    busy cycle.
 ``mixed``
     A random program of the whole subset (:func:`sim.progen.generate_program`), for the
     simulator's cycles per second with the testbench at work on every handshake.
@@ -60,7 +61,8 @@ SLICES = 256
 #: Every workload, in report order (module docstring).
 WORKLOADS = ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp",
              "slice_loads_aligned", "slice_loads_unaligned", "slice_stores_aligned",
-             "gemm_fp32", "gemm_int8", "gemm_bf16", "vector_int", "vector_compare", "mixed",
+             "gemm_fp32", "gemm_int8", "gemm_bf16", "vector_int", "vector_compare",
+             "vector_shift", "vector_multiply", "vector_predicate", "vector_permute", "mixed",
              "free_running")
 #: k steps of the GEMM inner loop (four outer products each).
 GEMM_STEPS = 64
@@ -81,14 +83,24 @@ _VECTOR_KINDS = {
             "sqadd z{d}.s, z{a}.s, z{b}.s"),
     "compare": ("cmpgt p{p}.s, p0/z, z{a}.s, z{b}.s", "cmpeq p{p}.s, p0/z, z{a}.s, #3",
                 "ands p{p}.b, p0/z, p{p}.b, p{q}.b", "orr p{p}.b, p0/z, p{q}.b, p{p}.b"),
+    "shift": ("asr z{d}.s, z{a}.s, #3", "lsl z{d}.s, p0/m, z{d}.s, z{b}.s",
+              "sxth z{d}.s, p0/m, z{a}.s", "abs z{d}.s, p0/m, z{a}.s",
+              "sqxtnb z{d}.h, z{a}.s"),
+    "multiply": ("mul z{d}.s, p0/m, z{d}.s, z{b}.s", "mla z{d}.s, p0/m, z{a}.s, z{b}.s",
+                 "smulh z{d}.s, z{a}.s, z{b}.s", "mul z{d}.s, z{d}.s, #3"),
+    "predicate": ("incw x{x}", "cntp x{x}, p0, p{p}.s", "uaddv d{d}, p0, z{a}.s",
+                  "whilelo p{p}.s, x{x}, x{y}", "brka p{p}.b, p0/z, p{q}.b"),
+    "permute": ("zip1 z{d}.s, z{a}.s, z{b}.s", "tbl z{d}.s, {{z{a}.s}}, z{b}.s",
+                "index z{d}.s, #0, #1", "sel z{d}.s, p{p}, z{a}.s, z{b}.s",
+                "lastb w{x}, p0, z{a}.s"),
 }
 
 
 def _vectors(kind: str) -> list[tuple[int, tuple]]:
     patterns = _VECTOR_KINDS[kind]
     return [(assemble_line(patterns[index % len(patterns)].format(
-        d=16 + index % 8, a=index % 8, b=8 + index % 8, p=1 + index % 7, q=1 + (index + 3) % 7)),
-        ()) for index in range(COUNT)]
+        d=16 + index % 8, a=index % 8, b=8 + index % 8, p=1 + index % 7, q=1 + (index + 3) % 7,
+        x=index % 8, y=8 + index % 8)), ()) for index in range(COUNT)]
 
 
 def _mopas(kind: str, rotate: bool) -> list[tuple[int, tuple]]:
