@@ -13,15 +13,17 @@ Ports
     CNTx, ADDSVL, ADDSPL, and of the vector unit's INC/DEC Xdn, CNTP, LASTA/B, CLASTA/B to a
     general register, for the host to write to the destination register),
     ``fpsr_reset`` (PSTATE.SM changed: the host sets FPSR to 0x0800009F, which the engine does
-    not hold), and ``nzcv`` with ``sets_flags`` (an instruction of ``Trait.SETS_FLAGS``
-    completed: the host sets PSTATE.NZCV, which the engine does not hold, to ``nzcv``).
+    not hold), ``nzcv`` with ``sets_flags`` (an instruction of ``Trait.SETS_FLAGS``
+    completed: the host sets PSTATE.NZCV, which the engine does not hold, to ``nzcv``), and
+    ``fpsr_flags`` (FPSR bits 7-0: the cumulative exceptions a floating-point instruction of
+    ``Trait.FP_FLAGS`` raised, for the host to OR into FPSR).
 ``mem_req`` / ``mem_resp`` (streams, :mod:`hw.lsu`)
     The memory master: aligned beats of ``mem_data_width`` bits with byte enables; exactly one
     response per request, in order; ``error`` aborts the instruction with FAULT.
 Control block (inputs, change only while ``idle``)
     ``smcr_len`` (SMCR_ELx.LEN: the effective SVL is the largest supported length not above
     (LEN+1)·128), ``sme_enable`` (0: every SME/SVE instruction traps with SMTC 0, as before the
-    kernel enables SME for a thread), ``fpcr`` (RMode, FZ, FZ16 are used), and ``za_context``
+    kernel enables SME for a thread), ``fpcr`` (RMode, FZ, FZ16, DN are used), and ``za_context``
     when the configuration has more than one ZA context. A change of the effective SVL zeroes
     Z, P, FFR and every ZA context.
 Status outputs
@@ -81,7 +83,7 @@ IssueLayout = data.StructLayout({"word": 32, "src0": 64, "src1": 64, "src2": 64}
 #: The result payload.
 ResultLayout = data.StructLayout({"status": Status, "smtc": 3, "scalar": 64,
                                   "fault_address": 64, "fpsr_reset": 1, "nzcv": 4,
-                                  "sets_flags": 1})
+                                  "sets_flags": 1, "fpsr_flags": 8})
 #: What ``debug_addr`` selects.
 DebugAddressLayout = data.StructLayout({"space": 2, "index": 8})
 
@@ -380,6 +382,7 @@ class ZaTileEngine(ConfigComponent):
             payload.rdn.eq(operand("rdn")),
             payload.svl_mask.eq(svl_mask),
             payload.svl_log2.eq(state.svl_log2),
+            payload.fpcr.eq(self.fpcr),
             vector.result.ready.eq(d_done & is_vector),
         ]
         with m.If(d_done):
@@ -516,6 +519,8 @@ class ZaTileEngine(ConfigComponent):
                 r_payload.fpsr_reset.eq(state.reset_sve),
                 r_payload.nzcv.eq(Mux(is_vector, vector.result.payload.nzcv, sve.nzcv)),
                 r_payload.sets_flags.eq(legal & _one_of(op, _FLAG_SETTERS)),
+                r_payload.fpsr_flags.eq(Mux(legal & is_vector, vector.result.payload.fpsr_flags,
+                                            0)),
             ]
         with m.Elif(self.result.ready):
             m.d.sync += r_valid.eq(0)

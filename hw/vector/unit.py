@@ -19,6 +19,9 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.hw._common import ConfigComponent
 from zatile.hw.vector.alu import VectorAlu
 from zatile.hw.vector.common import VectorOpLayout, VectorResultLayout
+from zatile.hw.vector.fp_arith import VectorFpArith
+from zatile.hw.vector.fp_compare import VectorFpCompare
+from zatile.hw.vector.fp_convert import VectorFpConvert
 from zatile.hw.vector.multiply import VectorMultiplier
 from zatile.hw.vector.permute import VectorPermuter
 from zatile.hw.vector.predicate import VectorPredicateUnit
@@ -27,7 +30,8 @@ from zatile.hw.vector.shift import VectorShifter
 __all__ = ["UNITS", "VECTOR_OPS", "VectorUnit"]
 
 #: The execution units, by number.
-UNITS = (VectorAlu, VectorShifter, VectorMultiplier, VectorPredicateUnit, VectorPermuter)
+UNITS = (VectorAlu, VectorShifter, VectorMultiplier, VectorPredicateUnit, VectorPermuter,
+         VectorFpArith, VectorFpCompare, VectorFpConvert)
 #: Every operation the vector unit performs.
 VECTOR_OPS = tuple(op for unit in UNITS for op in unit.OPS)
 #: How many instructions may be in flight.
