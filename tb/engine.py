@@ -38,7 +38,7 @@ from zatile.sw.arch.asm import disassemble
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, SVCR_SM, SVCR_ZA
 from zatile.sw.arch.engine import Engine, Result, Status
-from zatile.sw.arch.isa import FORMS_BY_NAME, decode, destination_of, operand_values
+from zatile.sw.arch.isa import FORMS_BY_NAME, Trait, decode, destination_of, operand_values
 from zatile.tb.debug import DebugReader
 from zatile.tb.issue import IssueDriver, ResultMonitor, RtlResult
 from zatile.tb.memory import BusMemory, MemoryResponder
@@ -64,9 +64,11 @@ def to_model_result(word: int, rtl: RtlResult) -> Result:
     decoded = None if status is Status.UNDEF else decode(word)
     form = decoded.form.name if decoded else None
     scalar = rtl.scalar if status is Status.OK and destination_of(word) else None
+    raises = status is Status.OK and Trait.FP_FLAGS in decoded.form.traits
     return Result(status, smtc=rtl.smtc if status is Status.SME_TRAP else None,
                   fault_address=rtl.fault_address if status is Status.FAULT else None,
-                  scalar=scalar, form=form, nzcv=rtl.nzcv if rtl.sets_flags else None)
+                  scalar=scalar, form=form, nzcv=rtl.nzcv if rtl.sets_flags else None,
+                  fpsr_flags=rtl.fpsr_flags if raises else None)
 
 
 class EngineBench:

@@ -45,12 +45,13 @@ class RtlResult:
     fpsr_reset: bool
     nzcv: int = 0
     sets_flags: bool = False
+    fpsr_flags: int = 0
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, int]) -> "RtlResult":
         return cls(STATUS_NAMES[payload["status"]], payload["smtc"], payload["scalar"],
                    payload["fault_address"], bool(payload["fpsr_reset"]), payload["nzcv"],
-                   bool(payload["sets_flags"]))
+                   bool(payload["sets_flags"]), payload["fpsr_flags"])
 
     def describe(self) -> str:
         if self.status == "SME_TRAP":
@@ -96,12 +97,14 @@ class ScalarFile:
         return None if register is None or register.is_zero else register.name
 
     def retire(self, word: int, result: RtlResult) -> None:
-        """Apply a result: scalar write-back, the FPSR reset of an SM change, new flags."""
+        """Apply a result: scalar write-back, the FPSR reset of an SM change, the cumulative
+        FP exceptions raised, new flags."""
         if result.status != "OK":
             return
         write_result(word, result.scalar, self)
         if result.fpsr_reset:
             self.fpsr = FPSR_RESET_ON_SM_CHANGE
+        self.fpsr |= result.fpsr_flags
         if result.sets_flags:
             self.nzcv = result.nzcv
 

@@ -2,7 +2,8 @@
 
 Each instruction is predicted by :class:`sim.model.ReferenceModel` when it is issued and checked
 when its result comes back (results are in issue order). Per instruction it compares status,
-SMTC, fault address, the scalar result, ``fpsr_reset`` and the flags (``sets_flags``, ``nzcv``);
+SMTC, fault address, the scalar result, ``fpsr_reset``, the flags (``sets_flags``, ``nzcv``) and
+the FPSR exception bits (``fpsr_flags``);
 the testbench calls :meth:`Scoreboard.compare_memory` and :meth:`Scoreboard.compare_state` (ZA,
 Z, P, FFR and SVCR read through the debug port) whenever the engine is idle: after every instruction in lock-step
 mode, at the end of each program and at drain points in streaming mode.
@@ -209,6 +210,9 @@ class Scoreboard:
                        f"{'sets' if expected.nzcv is not None else 'does not set'} NZCV")
         if expected.nzcv is not None and rtl.nzcv != expected.nzcv:
             self._fail(expectation, f"NZCV 0b{rtl.nzcv:04b}, model 0b{expected.nzcv:04b}")
+        if rtl.fpsr_flags != (expected.fpsr_flags or 0):
+            self._fail(expectation, f"FPSR flags 0b{rtl.fpsr_flags:08b}, model "
+                       f"0b{expected.fpsr_flags or 0:08b}")
         partial = 0
         writes = self.bus.take_writes()
         if expectation.is_store and expected.status is Status.FAULT:

@@ -2,8 +2,8 @@
 
 Random instances of every form of the unit's operations (integer element arithmetic, bitwise
 and logical immediates, DUPM, compares, predicate logic, PTEST) on random states full of
-integer edge values and random predicates, at every SVL an engine of max SVL 512 supports: the
-Z bytes it writes, the P register and NZCV must equal the model's. Then a planted difference
+integer edge values and random predicates, at the smallest and the largest SVL of an engine of
+max SVL 512: the Z bytes it writes, the P register and NZCV must equal the model's. Then a planted difference
 shows the comparison reports the form and the register.
 """
 
@@ -16,7 +16,7 @@ from zatile.sw.arch.isa import decode
 from tests.vector_unit_check import cases, check
 
 
-@pytest.mark.parametrize("svl", [128, 256, 512])
+@pytest.mark.parametrize("svl", [128, 512])
 def test_matches_the_model(svl):
     assert check(VectorAlu, svl, cases(VectorAlu.OPS, svl, 150, svl)) == []
 

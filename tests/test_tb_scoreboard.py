@@ -46,7 +46,7 @@ class StandIn:
         return RtlResult(result.status.name, result.smtc or 0, (result.scalar or 0) & (2**64 - 1),
                          result.fault_address or 0, bool((svcr ^ self.engine.svcr) & 1)
                          and result.status is Status.OK, result.nzcv or 0,
-                         result.nzcv is not None)
+                         result.nzcv is not None, result.fpsr_flags or 0)
 
     @staticmethod
     def _sources(word):
@@ -229,8 +229,10 @@ def test_one_planted_byte_of_memory_is_named():
      r"sets_flags=0 but the model sets NZCV"),
     ("ptrue p1.s", RtlResult("OK", 0, 0, 0, False, 0, True),
      r"sets_flags=1 but the model does not set NZCV"),
+    ("ptrue p1.s", RtlResult("OK", 0, 0, 0, False, 0, False, 0b10),
+     r"FPSR flags 0b00000010, model 0b00000000"),
 ], ids=["scalar", "smtc", "status", "fault-address", "fpsr-reset", "nzcv", "flags-missing",
-        "flags-extra"])
+        "flags-extra", "fpsr-flags"])
 def test_one_planted_result_field_is_named(text, planted, where):
     initial = initial_state(random.Random(4), 128, 1)            # SM=1, ZA=0
     initial.x[2] = 0
