@@ -33,8 +33,9 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from fractions import Fraction
+
+from zatile.sw.arch.pseudocode import recip_estimate_table, rsqrt_estimate_table
 
 __all__ = [
     "BF16",
@@ -50,8 +51,6 @@ __all__ = [
     "fmla_f32",
     "fmla_f64",
     "fpcr_rounding",
-    "recip_estimate_table",
-    "rsqrt_estimate_table",
     "special_values",
 ]
 
@@ -1060,29 +1059,6 @@ class FPArith:
         result_exp = 2 ** fmt.exponent_bits - 2 if exp == 0 \
             else exp ^ (2 ** fmt.exponent_bits - 1)
         return sign << (fmt.width - 1) | result_exp << fmt.fraction_bits
-
-
-@lru_cache(maxsize=None)
-def recip_estimate_table(a: int) -> int:
-    """``RecipEstimate``: 256 <= a < 512 stands for a/512 in [0.5, 1); the result, 256-511,
-    is its reciprocal in units of 1/256, rounded to nearest."""
-    if not 256 <= a < 512:
-        raise ValueError(f"RecipEstimate takes 256-511, not {a}")
-    b = 2 ** 19 // (a * 2 + 1)
-    return (b + 1) // 2
-
-
-@lru_cache(maxsize=None)
-def rsqrt_estimate_table(a: int) -> int:
-    """``RecipSqrtEstimate``: 128 <= a < 512 stands for a/512 in [0.25, 1); the result,
-    256-511, is its reciprocal square root in units of 1/256, rounded to nearest."""
-    if not 128 <= a < 512:
-        raise ValueError(f"RecipSqrtEstimate takes 128-511, not {a}")
-    a = a * 2 + 1 if a < 256 else (a >> 1 << 1) + 1 << 1
-    b = 512
-    while a * (b + 1) * (b + 1) < 2 ** 28:
-        b += 1
-    return (b + 1) // 2
 
 
 HALF_FRACTION = Fraction(1, 2)

@@ -21,8 +21,8 @@ import random
 import numpy as np
 import pytest
 
-from zatile.sim.fpref import (BF16, FP16, FP32, FP64, FPArith, FPRounding, recip_estimate_table,
-                              rsqrt_estimate_table)
+from zatile.sim.fpref import BF16, FP16, FP32, FP64, FPArith, FPRounding
+from zatile.sw.arch.pseudocode import recip_estimate_table, rsqrt_estimate_table
 from zatile.sim.model import ReferenceModel
 from zatile.sim.progen import OP_WEIGHTS, generate_program
 from zatile.sim.state import ArchState

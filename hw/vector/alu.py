@@ -16,15 +16,12 @@ writes every element of its predicate, inactive ones as 0 (zeroing).
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
-from zatile.sw.arch.config import EngineConfig
-
-from zatile.hw._common import ConfigComponent, max_bytes, pipeline_advance
+from zatile.hw._common import max_bytes, pipeline_advance
 from zatile.hw.decoder import CHOICES, Op
-from zatile.hw.vector.common import (ELEMENT_SIZES, VectorOpLayout, VectorResultLayout,
-                                     active_bytes, element_starts, predicate_test)
+from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
+                                     element_starts, predicate_test)
 
 __all__ = ["VectorAlu"]
 
@@ -65,7 +62,7 @@ def _saturate(value: Value, bits: int, signed_: bool) -> Value:
                Mux(value > high, Const(high, bits + 1)[:bits], value[:bits]))
 
 
-class VectorAlu(ConfigComponent):
+class VectorAlu(VectorExecutionUnit):
     """Integer element arithmetic, compares and predicate logic (module documentation).
 
     Parameters
@@ -87,12 +84,6 @@ class VectorAlu(ConfigComponent):
 
     #: The operations the unit performs.
     OPS = (*_ELEMENT_OPS, *_BITWISE_OPS, Op.INT_DUPM, Op.CMP, *_PREDICATE_OPS)
-
-    def __init__(self, config: EngineConfig):
-        super().__init__(config, {
-            "op": In(stream.Signature(VectorOpLayout(config))),
-            "result": Out(stream.Signature(VectorResultLayout(config))),
-        })
 
     def elaborate(self, platform):
         m = Module()

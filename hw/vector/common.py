@@ -27,15 +27,16 @@ the flags ``nzcv`` (the engine reports them for the forms that have them).
 from __future__ import annotations
 
 from amaranth import Cat, Const, Value
-from amaranth.lib import data
+from amaranth.lib import data, stream
+from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import max_bytes, row_layout
+from zatile.hw._common import ConfigComponent, max_bytes, row_layout
 from zatile.hw.decoder import DecodedLayout
 
-__all__ = ["VectorOpLayout", "VectorResultLayout", "ELEMENT_SIZES", "element_starts",
-           "active_bytes", "predicate_test"]
+__all__ = ["VectorOpLayout", "VectorResultLayout", "VectorExecutionUnit", "ELEMENT_SIZES",
+           "element_starts", "active_bytes", "predicate_test"]
 
 #: log2 of the element sizes in bytes.
 ELEMENT_SIZES = (0, 1, 2, 3)
@@ -61,6 +62,28 @@ def VectorResultLayout(config: EngineConfig) -> data.StructLayout:
     return data.StructLayout({
         "vector": row_layout(config), "vector_lanes": maxb, "predicate": maxb,
         "predicate_lanes": maxb, "scalar": 64, "nzcv": 4, "fpsr_flags": 8})
+
+
+class VectorExecutionUnit(ConfigComponent):
+    """The ports every execution unit (and the vector unit as a whole) has: ``op``, an
+    ``In(stream.Signature(VectorOpLayout))``, and ``result``, an
+    ``Out(stream.Signature(VectorResultLayout))`` with one transfer per ``op`` transfer, in
+    order. A subclass lists the operations it performs in ``OPS``.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`EngineConfig`.
+    """
+
+    #: The operations the unit performs (:class:`zatile.hw.decoder.Op` members).
+    OPS: tuple = ()
+
+    def __init__(self, config: EngineConfig):
+        super().__init__(config, {
+            "op": In(stream.Signature(VectorOpLayout(config))),
+            "result": Out(stream.Signature(VectorResultLayout(config))),
+        })
 
 
 def element_starts(log2: int, maxb: int) -> Const:

@@ -26,19 +26,16 @@ flushed), IXC from the rounding; only active elements raise them (every addition
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import data, enum, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, enum
 
-from zatile.sw.arch.config import EngineConfig
-
-from zatile.hw._common import ConfigComponent, max_bytes
+from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
 from zatile.hw.fp.align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
 from zatile.hw.fp.format import FP16, FP32, FP64, FpFormat
 from zatile.hw.fp.multiply import FpMultiply
 from zatile.hw.fp.normalize import FpNormalize
 from zatile.hw.fp.unpack import FpUnpack
-from zatile.hw.vector.common import VectorOpLayout, VectorResultLayout, active_bytes
+from zatile.hw.vector.common import VectorExecutionUnit, active_bytes
 
 __all__ = ["VectorFpArith"]
 
@@ -273,7 +270,7 @@ def _element(m: Module, fmt: FpFormat, control, first, second, third):
     return final, flags
 
 
-class VectorFpArith(ConfigComponent):
+class VectorFpArith(VectorExecutionUnit):
     """Floating-point element arithmetic and FADDV (module documentation).
 
     Parameters
@@ -298,12 +295,6 @@ class VectorFpArith(ConfigComponent):
     #: The operations the unit performs.
     OPS = (Op.FP_ADD, Op.FP_SUB, Op.FP_MUL, Op.FP_MULX, Op.FP_ABD, Op.FP_SCALE, Op.FP_MLA,
            Op.FP_RECPS, Op.FP_RSQRTS, Op.FP_ADDV)
-
-    def __init__(self, config: EngineConfig):
-        super().__init__(config, {
-            "op": In(stream.Signature(VectorOpLayout(config))),
-            "result": Out(stream.Signature(VectorResultLayout(config))),
-        })
 
     def elaborate(self, platform):
         m = Module()

@@ -29,15 +29,10 @@ raise them; FABS, FNEG and the moves raise nothing.
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import stream
-from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import EngineConfig
-
-from zatile.hw._common import ConfigComponent, max_bytes
+from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
-from zatile.hw.vector.common import (VectorOpLayout, VectorResultLayout, active_bytes,
-                                     element_starts)
+from zatile.hw.vector.common import VectorExecutionUnit, active_bytes, element_starts
 
 __all__ = ["VectorFpCompare"]
 
@@ -182,7 +177,7 @@ def _element(m: Module, name: str, width: int, a: Value, b: Value, ctl: _Control
     return result, truth, invalid, denormal_input
 
 
-class VectorFpCompare(ConfigComponent):
+class VectorFpCompare(VectorExecutionUnit):
     """Floating-point compares, selects, sign operations, max/min reductions and immediate
     moves (module documentation).
 
@@ -205,12 +200,6 @@ class VectorFpCompare(ConfigComponent):
 
     #: The operations the unit performs.
     OPS = (*_COMPARES, *_SIGNS, *_MOVES, *_SELECTS, *_REDUCTIONS)
-
-    def __init__(self, config: EngineConfig):
-        super().__init__(config, {
-            "op": In(stream.Signature(VectorOpLayout(config))),
-            "result": Out(stream.Signature(VectorResultLayout(config))),
-        })
 
     def elaborate(self, platform):
         m = Module()

@@ -35,16 +35,14 @@ container, which is why ``vector_lanes`` leaves the even halves out; FCVTLT read
 from __future__ import annotations
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value, signed
-from amaranth.lib import enum, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import enum
 
-from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.pseudocode import recip_estimate_table, rsqrt_estimate_table
 
-from zatile.hw._common import ConfigComponent, max_bytes
+from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
 from zatile.hw.fp.count_zeros import leading_zeros
-from zatile.hw.vector.common import VectorOpLayout, VectorResultLayout, active_bytes
-from zatile.sim.fpref import recip_estimate_table, rsqrt_estimate_table
+from zatile.hw.vector.common import VectorExecutionUnit, active_bytes
 
 __all__ = ["VectorFpConvert"]
 
@@ -199,7 +197,7 @@ def _round(m: Module, name: str, sign: Value, exp: Value, mant: Value, flush: Va
     return bits, flags
 
 
-class VectorFpConvert(ConfigComponent):
+class VectorFpConvert(VectorExecutionUnit):
     """Floating-point conversions and roundings, one container per cycle (module
     documentation).
 
@@ -223,12 +221,6 @@ class VectorFpConvert(ConfigComponent):
 
     #: The operations the unit performs.
     OPS = tuple(_OPERATIONS)
-
-    def __init__(self, config: EngineConfig):
-        super().__init__(config, {
-            "op": In(stream.Signature(VectorOpLayout(config))),
-            "result": Out(stream.Signature(VectorResultLayout(config))),
-        })
 
     def elaborate(self, platform):
         m = Module()

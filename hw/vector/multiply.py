@@ -35,15 +35,11 @@ A predicated form writes only its active elements (merging); the destination is 
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
-from zatile.sw.arch.config import EngineConfig
-
-from zatile.hw._common import ConfigComponent, max_bytes
+from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
-from zatile.hw.vector.common import (ELEMENT_SIZES, VectorOpLayout, VectorResultLayout,
-                                     active_bytes)
+from zatile.hw.vector.common import ELEMENT_SIZES, VectorExecutionUnit, active_bytes
 
 __all__ = ["VectorMultiplier"]
 
@@ -81,7 +77,7 @@ _ControlLayout = data.StructLayout({
     "kind": data.StructLayout({kind: 1 for kind in _KINDS})})
 
 
-class VectorMultiplier(ConfigComponent):
+class VectorMultiplier(VectorExecutionUnit):
     """Integer multiplication, multiply-add and division over 64-bit chunks (module
     documentation).
 
@@ -104,12 +100,6 @@ class VectorMultiplier(ConfigComponent):
 
     #: The operations the unit performs.
     OPS = tuple(_OPERATIONS)
-
-    def __init__(self, config: EngineConfig):
-        super().__init__(config, {
-            "op": In(stream.Signature(VectorOpLayout(config))),
-            "result": Out(stream.Signature(VectorResultLayout(config))),
-        })
 
     def elaborate(self, platform):
         m = Module()

@@ -23,14 +23,10 @@ first eight and take those as the general-register result (``scalar``).
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import stream
-from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import EngineConfig
-
-from zatile.hw._common import ConfigComponent, max_bytes
+from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
-from zatile.hw.vector.common import VectorOpLayout, VectorResultLayout, element_starts
+from zatile.hw.vector.common import VectorExecutionUnit, element_starts
 
 __all__ = ["VectorPermuter"]
 
@@ -64,7 +60,7 @@ def _priority(m: Module, bits: Value, highest: bool, name: str) -> tuple[Value, 
     return position, bits.any()
 
 
-class VectorPermuter(ConfigComponent):
+class VectorPermuter(VectorExecutionUnit):
     """Element moves, permutes and MOVPRFX (module documentation).
 
     Parameters
@@ -90,12 +86,6 @@ class VectorPermuter(ConfigComponent):
            Op.PERM_LAST, Op.PERM_CLAST, Op.PERM_EXT, Op.PERM_REV, Op.PERM_ZIP, Op.PERM_UZP,
            Op.PERM_TRN, Op.PERM_TBL, Op.PERM_TBX, Op.PERM_SPLICE, *_REVERSE_WITHIN,
            Op.PERM_UNPACK, Op.PERM_MOVPRFX, *_PREDICATE_OPS)
-
-    def __init__(self, config: EngineConfig):
-        super().__init__(config, {
-            "op": In(stream.Signature(VectorOpLayout(config))),
-            "result": Out(stream.Signature(VectorResultLayout(config))),
-        })
 
     def elaborate(self, platform):
         m = Module()

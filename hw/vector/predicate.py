@@ -25,16 +25,13 @@ reference model is the oracle of ``tests/test_hw_vector_predicate.py``.
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
-from amaranth.lib import stream
-from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.pseudocode import predicate_count
 
-from zatile.hw._common import ConfigComponent, max_bytes
+from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
-from zatile.hw.vector.common import (ELEMENT_SIZES, VectorOpLayout, VectorResultLayout,
-                                     active_bytes, element_starts, predicate_test)
+from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
+                                     element_starts, predicate_test)
 
 __all__ = ["VectorPredicateUnit"]
 
@@ -88,7 +85,7 @@ def _popcount(bits: list[Value]) -> Value:
     return bits[0]
 
 
-class VectorPredicateUnit(ConfigComponent):
+class VectorPredicateUnit(VectorExecutionUnit):
     """Predicate operations, element counts and integer reductions (module documentation).
 
     Parameters
@@ -112,12 +109,6 @@ class VectorPredicateUnit(ConfigComponent):
     #: The operations the unit performs.
     OPS = (Op.PFIRST, Op.PNEXT, Op.PTRUES, Op.BRK, Op.BRK_FLAGS, Op.WHILE_COND, Op.CNTP,
            *_COUNT_OPS, Op.REDUCE)
-
-    def __init__(self, config: EngineConfig):
-        super().__init__(config, {
-            "op": In(stream.Signature(VectorOpLayout(config))),
-            "result": Out(stream.Signature(VectorResultLayout(config))),
-        })
 
     def elaborate(self, platform):
         m = Module()

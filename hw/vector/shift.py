@@ -29,15 +29,11 @@ odd halves, keeping the even ones of the destination (which the unit does not re
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
-from amaranth.lib import data, stream
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
-from zatile.sw.arch.config import EngineConfig
-
-from zatile.hw._common import ConfigComponent, max_bytes, pipeline_advance
+from zatile.hw._common import max_bytes, pipeline_advance
 from zatile.hw.decoder import Op
-from zatile.hw.vector.common import (ELEMENT_SIZES, VectorOpLayout, VectorResultLayout,
-                                     active_bytes)
+from zatile.hw.vector.common import ELEMENT_SIZES, VectorExecutionUnit, active_bytes
 
 __all__ = ["VectorShifter"]
 
@@ -127,7 +123,7 @@ def _population(value: Value) -> Value:
     return _population(value[:half]) + _population(value[half:])
 
 
-class VectorShifter(ConfigComponent):
+class VectorShifter(VectorExecutionUnit):
     """Integer shifts, unary, halving, widening and narrowing operations (module
     documentation).
 
@@ -150,12 +146,6 @@ class VectorShifter(ConfigComponent):
 
     #: The operations the unit performs.
     OPS = tuple(_CONTROLS)
-
-    def __init__(self, config: EngineConfig):
-        super().__init__(config, {
-            "op": In(stream.Signature(VectorOpLayout(config))),
-            "result": Out(stream.Signature(VectorResultLayout(config))),
-        })
 
     def elaborate(self, platform):
         m = Module()

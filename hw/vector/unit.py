@@ -10,15 +10,9 @@ flight.
 from __future__ import annotations
 
 from amaranth import Array, Module, Signal
-from amaranth.lib import stream
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import EngineConfig
-
-from zatile.hw._common import ConfigComponent
 from zatile.hw.vector.alu import VectorAlu
-from zatile.hw.vector.common import VectorOpLayout, VectorResultLayout
 from zatile.hw.vector.fp_arith import VectorFpArith
 from zatile.hw.vector.fp_compare import VectorFpCompare
 from zatile.hw.vector.fp_convert import VectorFpConvert
@@ -26,6 +20,7 @@ from zatile.hw.vector.multiply import VectorMultiplier
 from zatile.hw.vector.permute import VectorPermuter
 from zatile.hw.vector.predicate import VectorPredicateUnit
 from zatile.hw.vector.shift import VectorShifter
+from zatile.hw.vector.common import VectorExecutionUnit
 
 __all__ = ["UNITS", "VECTOR_OPS", "VectorUnit"]
 
@@ -38,7 +33,7 @@ VECTOR_OPS = tuple(op for unit in UNITS for op in unit.OPS)
 ORDER_DEPTH = 4
 
 
-class VectorUnit(ConfigComponent):
+class VectorUnit(VectorExecutionUnit):
     """The execution units behind one ``op``/``result`` stream pair (module documentation).
 
     Parameters
@@ -56,12 +51,6 @@ class VectorUnit(ConfigComponent):
     TypeError
         If ``config`` is not an :class:`EngineConfig`.
     """
-
-    def __init__(self, config: EngineConfig):
-        super().__init__(config, {
-            "op": In(stream.Signature(VectorOpLayout(config))),
-            "result": Out(stream.Signature(VectorResultLayout(config))),
-        })
 
     def elaborate(self, platform):
         m = Module()

@@ -8,7 +8,8 @@ import struct
 from functools import lru_cache
 
 __all__ = ["predicate_count", "decode_bit_masks", "encode_bit_masks", "replicate",
-           "sve_move_mask_preferred", "sat_q", "vfp_expand_imm", "vfp_imm_value"]
+           "sve_move_mask_preferred", "sat_q", "vfp_expand_imm", "vfp_imm_value",
+           "recip_estimate_table", "rsqrt_estimate_table"]
 
 
 def sat_q(value: int, bits: int, signed: bool) -> int:
@@ -125,3 +126,26 @@ def vfp_imm_value(imm8: int) -> float:
     """The value of ``VFPExpandImm(imm8)``, the same in every format: ±(16 + efgh)/16 × 2^n with
     n from -3 to 4."""
     return struct.unpack("<d", vfp_expand_imm(imm8, 64).to_bytes(8, "little"))[0]
+
+
+@lru_cache(maxsize=None)
+def recip_estimate_table(a: int) -> int:
+    """``RecipEstimate``: 256 <= a < 512 stands for a/512 in [0.5, 1); the result, 256-511,
+    is its reciprocal in units of 1/256, rounded to nearest."""
+    if not 256 <= a < 512:
+        raise ValueError(f"RecipEstimate takes 256-511, not {a}")
+    b = 2 ** 19 // (a * 2 + 1)
+    return (b + 1) // 2
+
+
+@lru_cache(maxsize=None)
+def rsqrt_estimate_table(a: int) -> int:
+    """``RecipSqrtEstimate``: 128 <= a < 512 stands for a/512 in [0.25, 1); the result,
+    256-511, is its reciprocal square root in units of 1/256, rounded to nearest."""
+    if not 128 <= a < 512:
+        raise ValueError(f"RecipSqrtEstimate takes 128-511, not {a}")
+    a = a * 2 + 1 if a < 256 else (a >> 1 << 1) + 1 << 1
+    b = 512
+    while a * (b + 1) * (b + 1) < 2 ** 28:
+        b += 1
+    return (b + 1) // 2
