@@ -71,7 +71,8 @@ def _run_words(config: EngineConfig, words: list[int], ops=None) -> None:
                 if isinstance(value, bool):
                     assert ctx.get(out.flags[name]) == value, (form.name, name)
             for key, choice in CHOICES.items():
-                expected = choice[form.params[key].upper()] if key in form.params else choice.NONE
+                expected = (choice[form.params[key].upper()] if form.params.get(key) is not None
+                            else choice.NONE)
                 assert ctx.get(out.choices[key]) == expected, (form.name, key)
             for name in decoded.fields:
                 assert ctx.get(out.present[name]) == 1, (form.name, name)
