@@ -73,9 +73,13 @@ def test_verilator_lint_all_warnings_with_listed_waivers():
     assert set(LINT_WAIVERS) <= reported, set(LINT_WAIVERS) - reported
 
 
+@pytest.mark.soak
 def test_yosys_synth_ecp5_maps_the_whole_engine():
     """The generated Verilog of the SVL 128 engine synthesizes for ECP5 without errors: LUTs,
-    flip-flops (ZA, Z/P and pipelines) and DSP multipliers (the outer-product arrays)."""
+    flip-flops (ZA, Z/P and pipelines) and DSP multipliers (the outer-product arrays).
+
+    A soak test: with the whole vector unit, yosys ran for over 30 minutes of one core here
+    (it was 5 minutes before), more than the default suite can hold."""
     from zatile.hw.synthesis import synth_ecp5
 
     verilog = engine_verilog(EngineConfig(max_svl=128))[0]
