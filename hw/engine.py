@@ -110,7 +110,7 @@ _FLAG_SETTERS = ops_of(Trait.SETS_FLAGS)
 _VECTOR_LOADS = (Op.LD1_CONTIGUOUS, Op.LDNT1_CONTIGUOUS, Op.LD1_SIGNED, Op.LD1_REPLICATE,
                  Op.LD1RQ)
 #: Every operation the engine performs; the decoder makes the table's other forms UNDEF
-#: (``tests/test_tb_engine.py`` lists them: the streaming-SVE classes the vector unit will take).
+#: (``tests/test_tb_engine.py`` lists them: the structure loads and stores).
 IMPLEMENTED_OPS = frozenset((*FP_OPS, *_INT_OPS, *_SLICE_OPS, *_SVCR_WRITERS, *SVE_OPS, *VECTOR_OPS,
                              Op.ZERO_ZA, Op.PREFETCH, *_VECTOR_LOADS,
                              Op.ST1_CONTIGUOUS, Op.STNT1_CONTIGUOUS, Op.LDR_REGISTER,
