@@ -21,7 +21,7 @@ from amaranth.lib import data
 from zatile.hw._common import max_bytes, pipeline_advance
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
-                                     element_starts, predicate_test)
+                                     element_starts, extend, predicate_test, saturate)
 
 __all__ = ["VectorAlu"]
 
@@ -46,20 +46,6 @@ _LOGIC = CHOICES["logic"]
 _SECOND = CHOICES["second"]
 #: Compare conditions whose operands are unsigned.
 _UNSIGNED_CONDITIONS = ("HS", "HI", "LO", "LS")
-
-
-def _extend(value: Value, signed_: Value | bool, width: int) -> Value:
-    """``value`` sign- (when ``signed_``) or zero-extended to ``width`` bits, as signed."""
-    top = value[-1] & signed_ if not isinstance(signed_, bool) else (value[-1] if signed_ else 0)
-    return Cat(value, Value.cast(top).replicate(width - len(value))).as_signed()
-
-
-def _saturate(value: Value, bits: int, signed_: bool) -> Value:
-    """``SatQ`` of a signed ``value`` to ``bits`` bits."""
-    low = -(1 << (bits - 1)) if signed_ else 0
-    high = (1 << (bits - 1)) - 1 if signed_ else (1 << bits) - 1
-    return Mux(value < low, Const(low, bits + 1)[:bits],
-               Mux(value > high, Const(high, bits + 1)[:bits], value[:bits]))
 
 
 class VectorAlu(VectorExecutionUnit):
@@ -98,7 +84,7 @@ class VectorAlu(VectorExecutionUnit):
 
         # ---- the immediate operand (64 bits; elements take its low bits)
         imm8 = Signal(64)
-        m.d.comb += imm8.eq(_extend(fields.imm8, True, 64)
+        m.d.comb += imm8.eq(extend(fields.imm8, True, 64)
                             << Mux(fields.sh[0], 8, 0))
         bitmask = Signal(64)
         m.d.comb += bitmask.eq(_bit_masks(m, flags.mask64, fields.immr,
@@ -107,7 +93,7 @@ class VectorAlu(VectorExecutionUnit):
         with m.If(present.imm8):
             m.d.comb += immediate.eq(imm8)
         with m.Elif(present.imm5):
-            m.d.comb += immediate.eq(_extend(fields.imm5[:5], True, 64))
+            m.d.comb += immediate.eq(extend(fields.imm5[:5], True, 64))
         with m.Elif(present.imm7):
             m.d.comb += immediate.eq(fields.imm7[:7])
         with m.Elif(present.immr):
@@ -234,18 +220,18 @@ def _elements(m: Module, control, log2: int, maxb: int, left, right, second_vect
     for index in range(count):
         a = left[index * bits:(index + 1) * bits]
         b = right[index * bits:(index + 1) * bits]
-        exact = _extend(immediate, True, 66)[:width].as_signed()
-        x = Mux(control.a_immediate, exact, _extend(a, control.a_signed, width))
-        y = Mux(control.b_immediate, exact, _extend(b, control.b_signed, width))
+        exact = extend(immediate, True, 66)[:width].as_signed()
+        x = Mux(control.a_immediate, exact, extend(a, control.a_signed, width))
+        y = Mux(control.b_immediate, exact, extend(b, control.b_signed, width))
         total = Signal(signed(width), name=f"e{bits}_{index}_total")
         m.d.comb += total.eq(Mux(control.subtract, x - y, x + y))
         less, equal = total < 0, total == 0
         result = Signal(bits, name=f"e{bits}_{index}_result")
         kind = control.kind
         with m.If(kind.sq):
-            m.d.comb += result.eq(_saturate(total, bits, True))
+            m.d.comb += result.eq(saturate(total, bits, True))
         with m.Elif(kind.uq):
-            m.d.comb += result.eq(_saturate(total, bits, False))
+            m.d.comb += result.eq(saturate(total, bits, False))
         with m.Elif(kind.max):
             m.d.comb += result.eq(Mux(less, b, a))
         with m.Elif(kind.min):
@@ -257,8 +243,8 @@ def _elements(m: Module, control, log2: int, maxb: int, left, right, second_vect
         results.append(result)
         if bits < 64:
             wide_b = second_vector[(index * bits) // 64 * 64:][:64]
-            wide_x = _extend(a, control.a_signed, 66)
-            wide_y = _extend(wide_b, control.b_signed, 66)
+            wide_x = extend(a, control.a_signed, 66)
+            wide_y = extend(wide_b, control.b_signed, 66)
             less = Mux(wide, wide_x < wide_y, less)
             equal = Mux(wide, wide_x == wide_y, equal)
         truth = Signal(name=f"e{bits}_{index}_truth")

@@ -26,7 +26,7 @@ the flags ``nzcv`` (the engine reports them for the forms that have them).
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Value
+from amaranth import Cat, Const, Mux, Value
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
@@ -36,7 +36,7 @@ from zatile.hw._common import ConfigComponent, max_bytes, row_layout
 from zatile.hw.decoder import DecodedLayout
 
 __all__ = ["VectorOpLayout", "VectorResultLayout", "VectorExecutionUnit", "ELEMENT_SIZES",
-           "element_starts", "active_bytes", "predicate_test"]
+           "element_starts", "active_bytes", "predicate_test", "extend", "saturate"]
 
 #: log2 of the element sizes in bytes.
 ELEMENT_SIZES = (0, 1, 2, 3)
@@ -110,3 +110,17 @@ def predicate_test(mask: Value, result: Value) -> Value:
     first = Cat(*(result[e] & mask[e] & ~before[e] for e in range(width))).any()
     last = Cat(*(result[e] & mask[e] & ~after[e] for e in range(width))).any()
     return Cat(Const(0, 1), ~last, ~(result & mask).any(), first)
+
+
+def extend(value: Value, signed_: Value | bool, width: int) -> Value:
+    """``value`` sign- (when ``signed_``) or zero-extended to ``width`` bits, as signed."""
+    top = value[-1] & signed_ if not isinstance(signed_, bool) else (value[-1] if signed_ else 0)
+    return Cat(value, Value.cast(top).replicate(width - len(value))).as_signed()
+
+
+def saturate(value: Value, bits: int, signed_: bool) -> Value:
+    """``SatQ`` of a signed ``value`` to ``bits`` bits."""
+    low = -(1 << (bits - 1)) if signed_ else 0
+    high = (1 << (bits - 1)) - 1 if signed_ else (1 << bits) - 1
+    return Mux(value < low, Const(low, bits + 1)[:bits],
+               Mux(value > high, Const(high, bits + 1)[:bits], value[:bits]))

@@ -31,7 +31,7 @@ from zatile.sw.arch.pseudocode import predicate_count
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
-                                     element_starts, predicate_test)
+                                     element_starts, extend, predicate_test, saturate)
 
 __all__ = ["VectorPredicateUnit"]
 
@@ -43,19 +43,6 @@ _COUNT_OPS = (Op.COUNT_SCALAR, Op.COUNT_VECTOR, Op.COUNTP_SCALAR, Op.COUNTP_VECT
 _VECTOR_COUNT_OPS = (Op.COUNT_VECTOR, Op.COUNTP_VECTOR)
 #: Reductions whose elements are signed.
 _SIGNED_FUNCTIONS = ("SADD", "SMAX", "SMIN")
-
-
-def _extend(value: Value, signed_: Value, width: int) -> Value:
-    """``value`` sign- (when ``signed_``) or zero-extended to ``width`` bits, as signed."""
-    return Cat(value, (value[-1] & signed_).replicate(width - len(value))).as_signed()
-
-
-def _saturate(value: Value, bits: int, signed_: bool) -> Value:
-    """``SatQ`` of a signed ``value`` to ``bits`` bits."""
-    low = -(1 << (bits - 1)) if signed_ else 0
-    high = (1 << (bits - 1)) - 1 if signed_ else (1 << bits) - 1
-    return Mux(value < low, Const(low, bits + 1)[:bits],
-               Mux(value > high, Const(high, bits + 1)[:bits], value[:bits]))
 
 
 def _lowest(m: Module, value: Value, name: str) -> Signal:
@@ -160,16 +147,16 @@ class VectorPredicateUnit(VectorExecutionUnit):
 
         # The saturation and register width.
         saturate_signed, saturate_unsigned, narrow = Signal(), Signal(), Signal()
-        saturate = decoded.choices.saturate
-        m.d.comb += [saturate_signed.eq(saturate == CHOICES["saturate"].SIGNED),
-                     saturate_unsigned.eq(saturate == CHOICES["saturate"].UNSIGNED),
+        saturation = decoded.choices.saturate
+        m.d.comb += [saturate_signed.eq(saturation == CHOICES["saturate"].SIGNED),
+                     saturate_unsigned.eq(saturation == CHOICES["saturate"].UNSIGNED),
                      narrow.eq(decoded.width_32)]
         saturating = saturate_signed | saturate_unsigned
 
         # ---- scalar INC/DEC: a 66-bit sum of the register (its width, extended) and the count
         operand = Signal(signed(66))
-        m.d.comb += operand.eq(Mux(narrow, _extend(payload.rdn[:32], saturate_signed, 66),
-                                   _extend(payload.rdn, saturate_signed, 66)))
+        m.d.comb += operand.eq(Mux(narrow, extend(payload.rdn[:32], saturate_signed, 66),
+                                   extend(payload.rdn, saturate_signed, 66)))
         delta = Signal(signed(len(count) + 1))     # the count, negated for a decrement
         m.d.comb += delta.eq(Mux(flags.decrement, -count, count))
         total = Signal(signed(66))
@@ -178,13 +165,13 @@ class VectorPredicateUnit(VectorExecutionUnit):
         with m.If(~saturating):
             m.d.comb += adjusted.eq(total[:64])
         with m.Elif(narrow & saturate_signed):
-            m.d.comb += adjusted.eq(_extend(_saturate(total, 32, True), 1, 64))
+            m.d.comb += adjusted.eq(extend(saturate(total, 32, True), 1, 64))
         with m.Elif(narrow):
-            m.d.comb += adjusted.eq(_saturate(total, 32, False))
+            m.d.comb += adjusted.eq(saturate(total, 32, False))
         with m.Elif(saturate_signed):
-            m.d.comb += adjusted.eq(_saturate(total, 64, True))
+            m.d.comb += adjusted.eq(saturate(total, 64, True))
         with m.Else():
-            m.d.comb += adjusted.eq(_saturate(total, 64, False))
+            m.d.comb += adjusted.eq(saturate(total, 64, False))
 
         # ---- vector INC/DEC: every element plus or minus the count (no byte forms)
         first = Value.cast(payload.first)
@@ -204,8 +191,8 @@ class VectorPredicateUnit(VectorExecutionUnit):
             (cond == _COND.HS)
 
         def operand_of(register):
-            return Mux(narrow, _extend(register[:32], while_signed, 66),
-                       _extend(register, while_signed, 66))
+            return Mux(narrow, extend(register[:32], while_signed, 66),
+                       extend(register, while_signed, 66))
         op1, op2 = Signal(signed(66)), Signal(signed(66))
         m.d.comb += [op1.eq(operand_of(payload.rn)), op2.eq(operand_of(payload.rm))]
         # The first operand counts down from op1 to op2 or up from op1 to op2.
@@ -389,14 +376,14 @@ def _adjust_elements(m: Module, vector: Value, log2: int, maxb: int, delta: Valu
     results = []
     for index in range(maxb >> log2):
         element = vector[index * bits:(index + 1) * bits]
-        value = _extend(element, saturate_signed, width)
+        value = extend(element, saturate_signed, width)
         total = Signal(signed(width), name=f"adjust{bits}_{index}_total")
         m.d.comb += total.eq(value + delta)
         result = Signal(bits, name=f"adjust{bits}_{index}")
         with m.If(saturate_signed):
-            m.d.comb += result.eq(_saturate(total, bits, True))
+            m.d.comb += result.eq(saturate(total, bits, True))
         with m.Elif(saturate_unsigned):
-            m.d.comb += result.eq(_saturate(total, bits, False))
+            m.d.comb += result.eq(saturate(total, bits, False))
         with m.Else():
             m.d.comb += result.eq(total[:bits])
         results.append(result)
@@ -414,8 +401,8 @@ def _fold(m: Module, vector: Value, log2: int, maxb: int, signed_: Value,
     for index in range(maxb >> (log2 + 1)):
         a = vector[2 * index * bits:(2 * index + 1) * bits]
         b = vector[(2 * index + 1) * bits:(2 * index + 2) * bits]
-        x = _extend(a, signed_, out_bits + 1)
-        y = _extend(b, signed_, out_bits + 1)
+        x = extend(a, signed_, out_bits + 1)
+        y = extend(b, signed_, out_bits + 1)
         result = Signal(out_bits, name=f"fold{bits}_{index}")
         less = x < y
         with m.Switch(function):

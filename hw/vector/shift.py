@@ -33,7 +33,7 @@ from amaranth.lib import data
 
 from zatile.hw._common import max_bytes, pipeline_advance
 from zatile.hw.decoder import Op
-from zatile.hw.vector.common import ELEMENT_SIZES, VectorExecutionUnit, active_bytes
+from zatile.hw.vector.common import ELEMENT_SIZES, VectorExecutionUnit, active_bytes, extend
 
 __all__ = ["VectorShifter"]
 
@@ -83,11 +83,6 @@ _FLAGS = ("a_signed", "b_signed", "right", "round", "asrd", "sat_s", "sat_u", "n
           "subtract", "abs", "wide_first", "cls", "from8", "from16", "from32")
 _ControlLayout = data.StructLayout({
     **{name: 1 for name in _FLAGS}, "result": data.StructLayout({k: 1 for k in _RESULTS})})
-
-
-def _extend(value: Value, signed_: Value, width: int) -> Value:
-    """``value`` sign- (when ``signed_``) or zero-extended to ``width`` bits, as signed."""
-    return Cat(value, (value[-1] & signed_).replicate(width - len(value))).as_signed()
 
 
 def _saturate(value: Value, bits: int, sat_s: Value, sat_u: Value) -> Value:
@@ -228,9 +223,9 @@ def _elements(m: Module, control, log2: int, maxb: int, left, right, second, imm
         # -- the signed shift amount, clamped to ±(bits + 1)
         if bits < 64:
             lane = second[(index * bits) // 64 * 64:][:64]
-            b_amount = Mux(wide, _extend(lane, Const(0), 66), _extend(b, control.b_signed, 66))
+            b_amount = Mux(wide, extend(lane, Const(0), 66), extend(b, control.b_signed, 66))
         else:
-            b_amount = _extend(b, control.b_signed, 66)
+            b_amount = extend(b, control.b_signed, 66)
         b_shift = Signal(signed(66), name=name("b_shift"))
         m.d.comb += b_shift.eq(b_amount)
         clamped = Signal(signed(8), name=name("clamped"))
@@ -241,7 +236,7 @@ def _elements(m: Module, control, log2: int, maxb: int, left, right, second, imm
                                   Mux(control.right, -clamped, clamped)))
 
         # -- the funnel shifter: a · 2^(amount + 1), floored, keeps the round bit at bit 0
-        a_wide = _extend(a, control.a_signed, bits + 1)
+        a_wide = extend(a, control.a_signed, bits + 1)
         magnitude = control.asrd & a_wide[-1]           # ASRD of a negative element
         operand = Signal(signed(bits + 1), name=name("operand"))
         m.d.comb += operand.eq(Mux(magnitude, -a_wide, a_wide))
@@ -262,11 +257,11 @@ def _elements(m: Module, control, log2: int, maxb: int, left, right, second, imm
                                                       control.sat_u))))
 
         # -- the adder: halving, widening, 0 - a
-        a_full = _extend(a, control.a_signed, bits + 2)
-        b_full = _extend(b, control.b_signed, bits + 2)
+        a_full = extend(a, control.a_signed, bits + 2)
+        b_full = extend(b, control.b_signed, bits + 2)
         if bits > 8:
-            a_half = _extend(Mux(top, a[half:], a[:half]), control.a_signed, bits + 2)
-            b_half = _extend(Mux(top, b[half:], b[:half]), control.b_signed, bits + 2)
+            a_half = extend(Mux(top, a[half:], a[:half]), control.a_signed, bits + 2)
+            b_half = extend(Mux(top, b[half:], b[:half]), control.b_signed, bits + 2)
         else:
             a_half, b_half = a_full, b_full
         narrow_operands = control.result.widen | control.result.abd
@@ -290,7 +285,7 @@ def _elements(m: Module, control, log2: int, maxb: int, left, right, second, imm
         for width, selected in ((8, control.from8), (16, control.from16),
                                 (32, control.from32)):
             if width < bits:
-                extended = Mux(selected, _extend(a[:width], control.a_signed, bits), extended)
+                extended = Mux(selected, extend(a[:width], control.a_signed, bits), extended)
 
         result = Signal(bits, name=name("result"))
         kind = control.result
