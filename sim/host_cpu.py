@@ -43,6 +43,7 @@ the CPU with a :class:`Stop` of SIGSEGV, never a host exception.
 from __future__ import annotations
 
 import struct
+import time
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -285,7 +286,8 @@ class _Registers:
 
 @dataclass
 class HostCpuStats:
-    """Counters of one CPU: engine instructions by PSTATE class (``Requires``), V transfers."""
+    """Counters of one CPU: engine instructions by PSTATE class (``Requires``), V transfers, and
+    the wall time spent waiting for the engine."""
 
     engine_instructions: int = 0
     engine_by_class: dict | None = None
@@ -293,6 +295,7 @@ class HostCpuStats:
     v_pulls: int = 0
     v_pushes: int = 0
     mode_changes: int = 0
+    engine_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.engine_by_class is None:
@@ -529,8 +532,10 @@ class HostCpu:
             engine.fpcr = fpcr
             self._fpcr_sent = fpcr
         before = engine.svcr
-        result = engine.issue(word, read_operands(word, self.registers))
         stats = self.stats
+        started = time.perf_counter()
+        result = engine.issue(word, read_operands(word, self.registers))
+        stats.engine_seconds += time.perf_counter() - started
         stats.engine_instructions += 1
         stats.engine_by_class[kind] = stats.engine_by_class.get(kind, 0) + 1
         if result.status is Status.OK:

@@ -26,6 +26,7 @@ from zatile.sim.qemu import qemu_sme_cpu_option
 from zatile.sim.tools import tools_required
 from zatile.sw import toolchain
 from zatile.sw.abi.elf_process import ElfProcess, load_elf_image, run_program
+from zatile.sw.abi.rtl_exec import run_program_rtl
 from zatile.sw.cli import main
 from zatile.sw.runtime import RUNTIME_SOURCES
 
@@ -166,6 +167,51 @@ def test_program_matches_qemu(name, arguments, status, output, svl):
     model = run_model(program, *arguments, svl=svl)
     assert model[:2] == (status, output), model[2].decode()
     assert run_oracle(program, *arguments, svl=svl) == (status, output)
+
+
+#: The programs CI runs with the RTL engine (SVL 128, random stalls on every handshake):
+#: SVE and SME instructions, ZA and the lazy-save runtime, an engine fault, a streaming-mode trap.
+RTL_SELECTION = ["streaming_add", "za_mopa", "faults engine-segv", "faults neon", "sme_abi",
+                 "gemm_f32"]
+
+
+def run_rtl_case(name: str, arguments, status: int, output: bytes, svl: int) -> None:
+    """Run a :data:`CASES` program with the RTL engine and check its status and output, and that
+    the engine's counters saw at least the program's own SVE/SME instructions (the host CPU
+    also issues some: V/Z transfers, kernel entry)."""
+    program = build(name)
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    result = run_program_rtl(program, [str(program), *arguments], svl=svl, stdout=stdout,
+                             stderr=stderr, pauses="light", seed=svl)
+    assert (result.status, stdout.getvalue()) == (status, output), stderr.getvalue().decode()
+    perf = result.engine_perf
+    assert perf["retired"] + perf["traps"] >= result.engine_instructions > 0, perf
+    assert result.engine_cycles >= perf["busy_cycles"] > 0
+
+
+@pytest.mark.parametrize("name, arguments, status, output",
+                         [case for case in CASES if " ".join((case[0], *case[1])) in RTL_SELECTION],
+                         ids=RTL_SELECTION)
+def test_program_runs_on_the_rtl(name, arguments, status, output):
+    run_rtl_case(name, arguments, status, output, svl=128)
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("svl", [128, 256, 512])
+@pytest.mark.parametrize("name, arguments, status, output", CASES,
+                         ids=[" ".join((case[0], *case[1])) for case in CASES])
+def test_every_program_runs_on_the_rtl(name, arguments, status, output, svl):
+    run_rtl_case(name, arguments, status, output, svl)
+
+
+def test_exec_rtl_backend(tmp_path, capfd):
+    figures = tmp_path / "stats.json"
+    assert main(["exec", str(build("hello")), "--backend", "rtl", "--svl", "128", "q",
+                 "--stats-json", str(figures)]) == 7
+    assert capfd.readouterr().out == "hello from q with 1 argument(s)\n"
+    stats = json.loads(figures.read_text())
+    assert stats["backend"] == "rtl" and stats["engine_cycles"] > 0
+    assert stats["engine_instructions"] == 0
 
 
 @pytest.mark.soak

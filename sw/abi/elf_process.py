@@ -181,16 +181,35 @@ class ProcessResult:
     syscalls: int
     v_transfers: int
     stop: Stop | None = None
+    #: Wall time spent in the engine's ``issue`` (the rest is the host CPU and the system calls).
+    engine_seconds: float = 0.0
+    #: Simulated engine clock cycles and performance counters (the RTL backend only).
+    engine_cycles: int | None = None
+    engine_perf: dict | None = None
 
     def to_json_dict(self) -> dict:
-        return {"exit_status": self.status, "signal": self.signal,
-                "wall_seconds": round(self.wall_seconds, 6),
-                "host_instructions": self.host_instructions,
-                "engine_instructions": self.engine_instructions,
-                "engine_instructions_by_class": dict(self.engine_by_class),
-                "syscalls": self.syscalls, "v_transfers": self.v_transfers,
-                "context_switches": 0, "signals": int(self.signal is not None),
-                "za_bytes_saved": 0, "za_bytes_restored": 0}
+        figures = {"exit_status": self.status, "signal": self.signal,
+                   "wall_seconds": round(self.wall_seconds, 6),
+                   "host_instructions": self.host_instructions,
+                   "engine_instructions": self.engine_instructions,
+                   "engine_instructions_by_class": dict(self.engine_by_class),
+                   "engine_seconds": round(self.engine_seconds, 6),
+                   "syscalls": self.syscalls, "v_transfers": self.v_transfers,
+                   "context_switches": 0, "signals": int(self.signal is not None),
+                   "za_bytes_saved": 0, "za_bytes_restored": 0}
+        if self.engine_cycles is not None:
+            figures.update(engine_cycles=self.engine_cycles, engine_perf=dict(self.engine_perf))
+        return figures
+
+    @classmethod
+    def from_json_dict(cls, figures: dict) -> ProcessResult:
+        """The result :meth:`to_json_dict` describes (without the :class:`Stop`)."""
+        return cls(figures["exit_status"], figures["signal"], figures["wall_seconds"],
+                   figures["host_instructions"], figures["engine_instructions"],
+                   dict(figures["engine_instructions_by_class"]), figures["syscalls"],
+                   figures["v_transfers"], engine_seconds=figures["engine_seconds"],
+                   engine_cycles=figures.get("engine_cycles"),
+                   engine_perf=figures.get("engine_perf"))
 
 
 @dataclass
@@ -312,7 +331,8 @@ class ElfProcess:
         stats = self.cpu.stats
         return ProcessResult(status, signal, elapsed, stats.host_instructions,
                              stats.engine_instructions, dict(stats.engine_by_class),
-                             self.syscalls, stats.v_pulls + stats.v_pushes, stop)
+                             self.syscalls, stats.v_pulls + stats.v_pushes, stop,
+                             engine_seconds=stats.engine_seconds)
 
     # ------------------------------------------------------------------ calling functions
     def symbol(self, name: str) -> int:

@@ -70,7 +70,7 @@ def _cmd_cc(args) -> int:
     return 0
 
 
-_EXEC_BACKENDS = ("model", "qemu")
+_EXEC_BACKENDS = ("model", "rtl", "qemu")
 
 
 def _exec_arguments(args) -> None:
@@ -102,7 +102,9 @@ def _add_exec_options(parser, defaults: bool = True) -> None:
                         help="the engine's largest SVL and the default SME vector length "
                              "(default 512)")
     parser.add_argument("--backend", choices=_EXEC_BACKENDS, **({"default": "model"} | keep),
-                        help="model: the host CPU with the reference model (default); qemu: "
+                        help="model: the host CPU with the reference model (default); rtl: "
+                             "the host CPU with the engine's Verilog under Verilator (built "
+                             "once per SVL; output appears when the program ends); qemu: "
                              "qemu-aarch64 -cpu max,sme=on as the oracle")
     parser.add_argument("--stats", action="store_true", **keep,
                         help="print instruction counts and wall time to stderr afterwards")
@@ -116,7 +118,7 @@ def _cmd_exec(args) -> int:
 
     if not args.command_line:
         raise CliError("no PROGRAM given (usage: zatile exec PROGRAM [ARGS...] [--svl BITS] "
-                       "[--backend model|qemu] [--stats])")
+                       "[--backend model|rtl|qemu] [--stats])")
     args.program, args.arguments = args.command_line[0], args.command_line[1:]
     _exec_arguments(args)
     try:
@@ -134,8 +136,13 @@ def _cmd_exec(args) -> int:
             return run_qemu_program(args.program, argv, args.svl)
         except ToolMissing as error:
             raise CliError(str(error)) from None
-    result = run_program(args.program, argv, svl=args.svl,
-                         count_instructions=bool(args.stats or args.stats_json))
+    counting = bool(args.stats or args.stats_json)
+    if args.backend == "rtl":
+        from zatile.sw.abi.rtl_exec import run_program_rtl  # local: keeps `zatile --help` fast
+
+        result = run_program_rtl(args.program, argv, svl=args.svl, count_instructions=counting)
+    else:
+        result = run_program(args.program, argv, svl=args.svl, count_instructions=counting)
     figures = result.to_json_dict()
     figures.update(backend=args.backend, svl=args.svl)
     if args.stats:
@@ -146,9 +153,11 @@ def _cmd_exec(args) -> int:
             f"zatile: {result.host_instructions} host instructions, "
             f"{result.engine_instructions} engine instructions ({classes or 'none'}), "
             f"{result.syscalls} system calls, {result.v_transfers} V/Z transfers, "
-            f"{result.wall_seconds:.3f} s "
+            f"{result.wall_seconds:.3f} s, {result.engine_seconds:.3f} s of it in the engine "
             f"({result.host_instructions / seconds:,.0f} host/s, "
             f"{result.engine_instructions / seconds:,.0f} engine/s)\n")
+        if result.engine_cycles is not None:
+            sys.stderr.write(f"zatile: {result.engine_cycles} engine clock cycles simulated\n")
     if args.stats_json:
         args.stats_json.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
     return result.status

@@ -1,0 +1,49 @@
+"""The simulation side of :func:`zatile.sw.abi.rtl_exec.run_program_rtl` (a cocotb test module).
+
+``ZATILE_RTL_EXEC`` names a directory holding ``request.json`` (program, argv, environment, SVL,
+pause style, seed, whether to count host instructions). The program runs unchanged on the host
+CPU in a :func:`cocotb.task.bridge` thread, with a :class:`zatile.tb.engine.RtlEngine` behind it
+whose memory port is served from the guest's own memory. Its fd 1 and fd 2 go to ``stdout`` and
+``stderr`` in the directory; ``result.json`` holds the :class:`ProcessResult`, the simulated
+cycles and the engine's performance counters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import cocotb
+from cocotb.task import bridge
+from cocotb.utils import get_sim_time
+
+from zatile.sw.abi.elf_process import run_program
+from zatile.sw.arch.config import EngineConfig
+from zatile.tb.engine import CLOCK_NS, EngineBench, RtlEngine, smcr_len_for
+
+
+@cocotb.test()
+async def exec_program(dut) -> None:
+    """Run the requested program with the RTL engine behind the host CPU."""
+    directory = Path(os.environ["ZATILE_RTL_EXEC"])
+    request = json.loads((directory / "request.json").read_text())
+    config = EngineConfig.from_json_dict(request["config"])
+    bench = EngineBench(dut, config, seed=request["seed"], pauses=request["pauses"])
+    await bench.reset(smcr_len=smcr_len_for(config.min_svl), sme_enable=False)
+
+    def engine_class(process_config: EngineConfig, memory) -> RtlEngine:
+        if process_config != config:
+            raise ValueError(f"the program asks for {process_config}, the RTL is {config}")
+        bench.bus.memory = memory
+        return RtlEngine(bench)
+
+    with open(directory / "stdout", "wb") as stdout, open(directory / "stderr", "wb") as stderr:
+        result = await bridge(run_program)(
+            request["program"], request["argv"], svl=config.max_svl, engine_class=engine_class,
+            stdout=stdout, stderr=stderr, count_instructions=request["count_instructions"],
+            environment=request["environment"])
+    await bench.wait_idle()
+    result.engine_cycles = int(get_sim_time("ns") / CLOCK_NS)
+    result.engine_perf = bench.perf()
+    (directory / "result.json").write_text(json.dumps(result.to_json_dict()))
