@@ -31,6 +31,11 @@ Architectural coupling with the engine (docs/isa.md, "PSTATE and SVCR"):
   removed on SM 1→0, with Unicorn's translation cache flushed each time so that translated
   blocks pick it up or drop it. Cost: nothing at SM=0; at SM=1 one Python call per host
   instruction (about 1-2 µs) plus a retranslation of the hot code after each mode change.
+* **FEAT_BF16** comes with FEAT_SME, and Unicorn's A72 lacks it: the scalar ``BFCVT Hd, Sn``
+  (what clang emits for a ``float`` to ``__bf16`` conversion) is performed by this CPU with the
+  exact FP reference (:meth:`zatile.sim.fpref.FPArith.convert_bf16`: FPCR rounding, FZ, DN,
+  FPSR flags). The Advanced SIMD BF16 instructions (BFCVTN, BFDOT, BFMLAL, BFMMLA) are not, and
+  raise SIGILL.
 * **System registers**: TPIDR2_EL0 is a register of this CPU; ``MRS`` of ID_AA64PFR0/PFR1/
   ZFR0/SMFR0 answers what Linux shows on an SME-only CPU (SVE absent, SME present, SMFR0 from
   the engine); other EL1 registers are undefined at EL0 (Unicorn itself runs at EL1).
@@ -55,6 +60,7 @@ from unicorn import (UC_ARCH_ARM64, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INSN, U
                      Uc, UcError)
 from unicorn import arm64_const as a64
 
+from zatile.sim.fpref import FPArith
 from zatile.sim.state import Memory, MemoryFault
 from zatile.sw.arch.asm import assemble_line
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, MASK64, SVCR_SM, SVCR_ZA
@@ -83,6 +89,8 @@ _ID_AA64ZFR0 = 0
 _X_REGISTERS = tuple([a64.UC_ARM64_REG_X0 + n for n in range(29)]
                      + [a64.UC_ARM64_REG_X29, a64.UC_ARM64_REG_X30])
 _V_REGISTERS = tuple(a64.UC_ARM64_REG_V0 + n for n in range(32))
+#: ``BFCVT Hd, Sn`` (FEAT_BF16 scalar) with Rn and Rd zero, and the mask of its fixed bits.
+_BFCVT, _BFCVT_MASK = 0x1E63_4000, 0xFFFF_FC00
 
 _STR_Z = tuple(assemble_line(f"str z{n}, [x0]") for n in range(32))
 _LDR_Z = tuple(assemble_line(f"ldr z{n}, [x0]") for n in range(32))
@@ -472,7 +480,10 @@ class HostCpu:
             elif intno == 1:
                 pc = self.pc
                 (word,) = struct.unpack("<I", uc.mem_read(pc, 4))
-                self._engine_instruction(pc, word)
+                if word & _BFCVT_MASK == _BFCVT:
+                    self._bfcvt(pc, word)
+                else:
+                    self._engine_instruction(pc, word)
             elif intno == 7:
                 self._signal(SIGTRAP, self.pc, "brk")
             else:
@@ -480,6 +491,18 @@ class HostCpu:
         except Exception:
             self.uc.emu_stop()
             raise
+
+    def _bfcvt(self, pc: int, word: int) -> None:
+        """``BFCVT Hd, Sn`` (FEAT_BF16, which Unicorn's A72 lacks): Hd = Sn rounded to BFloat16
+        under FPCR, the rest of Vd zero, the exceptions ORed into FPSR. In streaming mode the
+        code hook has already read V from the engine and marked Vd written."""
+        uc = self.uc
+        arith = FPArith(uc.reg_read(a64.UC_ARM64_REG_FPCR))
+        single = uc.reg_read(_V_REGISTERS[word >> 5 & 0x1F]) & 0xFFFF_FFFF
+        uc.reg_write(_V_REGISTERS[word & 0x1F], arith.convert_bf16(single))
+        if arith.flags:
+            uc.reg_write(a64.UC_ARM64_REG_FPSR, uc.reg_read(a64.UC_ARM64_REG_FPSR) | arith.flags)
+        self.pc = pc + 4
 
     # ------------------------------------------------------------------ the engine
     def _kissue(self, word: int, **operands: int):

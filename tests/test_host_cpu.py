@@ -117,6 +117,40 @@ def test_fpsr_exceptions_of_engine_instructions_are_ored_into_the_cpus_fpsr():
     assert cpu.x(10) == 0x10                                 # IXC from 1/3, nothing else
 
 
+BFCVT_H1_S2 = 0x1E634041         # bfcvt h1, s2 (FEAT_BF16, missing from Unicorn's A72)
+FMOV_S2_W3 = 0x1E270062          # fmov s2, w3
+FMOV_W4_S1 = 0x1E260024          # fmov w4, s1
+MSR_FPCR_X5 = 0xD51B4405         # msr fpcr, x5
+MRS_X10_FPSR = 0xD53B442A        # mrs x10, fpsr
+MSR_FPSR_XZR = 0xD51B443F        # msr fpsr, xzr
+
+
+@pytest.mark.parametrize("single, fpcr, bf16, fpsr", [
+    (0x3F80_8001, 0, 0x3F81, 0x10),            # above the halfway point: up, inexact
+    (0x3F80_8000, 0, 0x3F80, 0x10),            # halfway: to even
+    (0x3F81_8000, 0, 0x3F82, 0x10),            # halfway: to even, upwards
+    (0x3F80_FFFF, 3 << 22, 0x3F80, 0x10),      # FPCR.RMode towards zero
+    (0xBF80_0001, 2 << 22, 0xBF81, 0x10),      # towards minus infinity
+    (0x4040_0000, 0, 0x4040, 0),               # exact: no flag
+    (0x7F80_0001, 0, 0x7FC0, 0x01),            # signalling NaN: quietened, invalid
+    (0x7F80_0001, 1 << 25, 0x7FC0, 0x01),      # FPCR.DN: the default NaN
+    (0x0000_0001, 1 << 24, 0x0000, 0x80),      # FPCR.FZ: a denormal input flushed, IDC
+])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_bfcvt_is_performed_by_the_host_cpu(single, fpcr, bf16, fpsr, streaming):
+    words = [MSR_FPCR_X5, FMOV_S2_W3, MSR_FPSR_XZR, BFCVT_H1_S2, MRS_X10_FPSR, FMOV_W4_S1]
+    if streaming:
+        words = ["smstart sm", *words, "str z1, [x0]"]
+    cpu = make_cpu(words)
+    cpu.set_x(0, DATA)
+    cpu.set_x(3, single)
+    cpu.set_x(5, fpcr)
+    assert cpu.run().kind is StopKind.EXIT
+    assert (cpu.x(4), cpu.x(10)) == (bf16, fpsr)
+    if streaming:                              # the engine's Z1: Hd with the upper bits zero
+        assert cpu.read_memory(DATA, 32) == bf16.to_bytes(2, "little") + bytes(30)
+
+
 @pytest.mark.parametrize("words, signal", [
     ([MRS_X6_SCTLR], SIGILL),                         # EL1 register at EL0
     ([0x00000000], SIGILL),                           # udf #0: not an engine word either

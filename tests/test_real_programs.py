@@ -156,6 +156,9 @@ CASES = [
     ("sme_abi", (), 0, SME_ABI_OUTPUT),
     ("syscalls", (), 0, SYSCALLS_OUTPUT),
     ("gemm_f32", (), 0, b"gemm 19x23x7: ok; hash 8c1fd4496fdf35c3\n"),
+    ("gemm_i8", (), 0, b"gemm int8 19x23x13: ok\n"),
+    ("gemm_f16", (), 0, b"gemm fp16 19x23x13: ok\n"),
+    ("gemm_bf16", (), 0, b"gemm bf16 19x23x13: ok\n"),
 ]
 
 
@@ -172,7 +175,7 @@ def test_program_matches_qemu(name, arguments, status, output, svl):
 #: The programs CI runs with the RTL engine (SVL 128, random stalls on every handshake):
 #: SVE and SME instructions, ZA and the lazy-save runtime, an engine fault, a streaming-mode trap.
 RTL_SELECTION = ["streaming_add", "za_mopa", "faults engine-segv", "faults neon", "sme_abi",
-                 "gemm_f32"]
+                 "gemm_f32", "gemm_i8", "gemm_bf16"]
 
 
 def run_rtl_case(name: str, arguments, status: int, output: bytes, svl: int) -> None:
