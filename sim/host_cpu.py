@@ -95,7 +95,8 @@ _BFCVT, _BFCVT_MASK = 0x1E63_4000, 0xFFFF_FC00
 _STR_Z = tuple(assemble_line(f"str z{n}, [x0]") for n in range(32))
 _LDR_Z = tuple(assemble_line(f"ldr z{n}, [x0]") for n in range(32))
 _SMSTART_SM, _SMSTOP_SM = assemble_line("smstart sm"), assemble_line("smstop sm")
-_SMSTOP_ZA = assemble_line("smstop za")
+_SMSTART_ZA, _SMSTOP_ZA = assemble_line("smstart za"), assemble_line("smstop za")
+_STR_ZA, _LDR_ZA = assemble_line("str za[w12, 0], [x0]"), assemble_line("ldr za[w12, 0], [x0]")
 
 
 @lru_cache(maxsize=8192)
@@ -422,6 +423,45 @@ class HostCpu:
         self._pull_v()
         return self.uc.reg_read(_V_REGISTERS[number])
 
+    def set_v(self, number: int, value: int) -> None:
+        """Write V<number> as an instruction of the program would (at SM=1: Z<number> gets
+        ``value`` with its upper bits zero before the next engine instruction)."""
+        if self.streaming:
+            self._pull_v()
+            self._v_dirty.add(number)
+        self.uc.reg_write(_V_REGISTERS[number], value & ((1 << 128) - 1))
+
+    def read_za(self) -> bytes:
+        """ZA's array vectors 0 .. SVL_B-1, in order (PSTATE.ZA must be 1)."""
+        return b"".join(self._za_vector(row, None) for row in range(self.engine.svl // 8))
+
+    def write_za(self, data: bytes) -> None:
+        """Replace ZA's contents with ``data`` (SVL_B × SVL_B bytes; PSTATE.ZA must be 1).
+
+        Raises
+        ------
+        ValueError
+            If ``data`` is not SVL_B × SVL_B bytes.
+        """
+        vector = self.engine.svl // 8
+        if len(data) != vector * vector:
+            raise ValueError(f"ZA holds {vector * vector} bytes at SVL {self.engine.svl}, not "
+                             f"{len(data)}")
+        for row in range(vector):
+            self._za_vector(row, data[row * vector:(row + 1) * vector])
+
+    def _za_vector(self, row: int, data: bytes | None) -> bytes:
+        """Read (``data`` None) or write one array vector of ZA through the EL1 scratch buffer."""
+        if not self.engine.svcr & SVCR_ZA:
+            raise RuntimeError("PSTATE.ZA is 0: ZA has no contents (start_za() first)")
+        scratch = self.memory._scratch
+        if data is not None:
+            scratch[:len(data)] = np.frombuffer(data, np.uint8)
+            self._kissue(_LDR_ZA, rv=row, rn=SCRATCH_BASE)
+            return data
+        self._kissue(_STR_ZA, rv=row, rn=SCRATCH_BASE)
+        return scratch[:self.engine.svl // 8].tobytes()
+
     # ------------------------------------------------------------------ running
     def run(self, entry: int | None = None, budget: int = 0) -> Stop:
         """Run from ``entry`` (or the current PC) until :meth:`stop`, a signal or ``budget``
@@ -606,6 +646,11 @@ class HostCpu:
         if not self.streaming:
             self._kissue(_SMSTART_SM)
             self._sm_changed()
+
+    def start_za(self) -> None:
+        """SMSTART ZA on the CPU's own behalf (a caller enabling ZA: its contents zero)."""
+        if not self.engine.svcr & SVCR_ZA:
+            self._kissue(_SMSTART_ZA)
 
     def exit_za(self) -> None:
         """SMSTOP ZA on the CPU's own behalf (the kernel discarding ZA)."""

@@ -18,6 +18,7 @@ import subprocess
 from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import need_tool
@@ -250,6 +251,42 @@ def test_python_api_calls_an_exported_streaming_function_after_the_run():
     assert result == sum(x * y for x, y in zip(a, b))
     assert not cpu.streaming
     assert cpu.read_memory(buffer, 8) == struct.pack("<2i", 1, 2)
+
+
+def test_python_api_passes_floating_point_arguments_and_shares_za():
+    process = ElfProcess(load_elf_image(build("za_mopa")), ["za_mopa"], svl=256,
+                         stdout=io.BytesIO())
+    assert process.run().status == 0
+    cpu = process.cpu
+    buffer = 0x7000_0000
+    cpu.map(buffer, 0x1000, PROT_READ | PROT_WRITE)
+    values = np.arange(1, 38, dtype=np.float32)
+    cpu.write_memory(buffer, values.tobytes())
+    total = process.call("scaled_sum_f32", buffer, 37, np.float32(0.5), streaming=True,
+                         result=np.float32)
+    assert type(total) is np.float32 and total == values.sum() * 0.5
+    assert process.call("mixed_arguments", -3, 0.25, np.float32(1.5), 40, np.float16(2.0),
+                        result=float) == -3000 + 25 + 15 + 40 + 0.25
+    # Shared ZA: contents written from Python, changed by the callee, read back.
+    cpu.start_za()
+    vector = cpu.engine.svl // 8
+    before = np.arange(vector * vector // 4, dtype=np.float32)
+    cpu.write_za(before.tobytes())
+    assert process.call("za_add_to_row", 5, np.float32(1.25), streaming=True, shared_za=True,
+                        result=None) is None
+    after = np.frombuffer(cpu.read_za(), np.float32).reshape(vector, vector // 4)
+    expected = before.reshape(vector, vector // 4).copy()
+    expected[4 * 5] += 1.25                 # ZA0.S horizontal slice 5 is array vector 20
+    assert np.array_equal(after, expected) and not cpu.streaming
+    with pytest.raises(RuntimeError, match="private-ZA interface and ZA is active"):
+        process.call("dot_s32", buffer, buffer, 1, streaming=True)
+    cpu.exit_za()
+    with pytest.raises(TypeError, match="not 'x'"):
+        process.call("dot_s32", "x")
+    with pytest.raises(ValueError, match="at most 8 floating-point arguments"):
+        process.call("mixed_arguments", *[1.0] * 9)
+    with pytest.raises(ValueError, match="result must be"):
+        process.call("mixed_arguments", result=complex)
 
 
 def test_exec_forwards_output_and_status(capfd):

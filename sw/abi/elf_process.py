@@ -28,6 +28,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import BinaryIO, Callable, Mapping, Sequence
 
+import numpy as np
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from unicorn import UcError
@@ -39,6 +40,7 @@ from zatile.sw.abi import constants as c
 from zatile.sw.abi.cpufeatures import SmeVectorLengths, hwcap2_from_id
 from zatile.sw.abi.sigframe import minimum_signal_stack_size
 from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.constants import MASK64, SVCR_ZA
 from zatile.sw.arch.engine import Engine
 
 __all__ = ["ExecError", "ElfImage", "load_elf_image", "ElfProcess", "ProcessResult",
@@ -218,6 +220,41 @@ class _Signals:
     blocked: int = 0
 
 
+def _float_bits(value, dtype) -> int:
+    return int(np.array(value, dtype).view(f"u{np.dtype(dtype).itemsize}"))
+
+
+def _float_from_bits(dtype):
+    width = np.dtype(dtype).itemsize
+    return lambda bits: np.array(bits & ((1 << 8 * width) - 1), f"u{width}").view(dtype)[()]
+
+
+#: :meth:`ElfProcess.call`'s result types: how each is read from X0 or V0.
+_RESULT_TYPES = {int: None, None: None, np.float16: _float_from_bits(np.float16),
+                 np.float32: _float_from_bits(np.float32),
+                 np.float64: _float_from_bits(np.float64),
+                 float: lambda bits: float(_float_from_bits(np.float64)(bits))}
+
+
+def _classify_arguments(arguments) -> tuple[list[int], list[int]]:
+    """AAPCS64 register allocation of scalar arguments: (X register values, V register bits)."""
+    integers, floats = [], []
+    for argument in arguments:
+        if isinstance(argument, (bool, int, np.integer)):
+            integers.append(int(argument) & MASK64)
+        elif isinstance(argument, np.floating) and argument.dtype.itemsize in (2, 4, 8):
+            floats.append(_float_bits(argument, argument.dtype))
+        elif isinstance(argument, float):
+            floats.append(_float_bits(argument, np.float64))
+        else:
+            raise TypeError(f"an argument must be an integer or a floating-point number, not "
+                            f"{argument!r}")
+    for kind, values in (("integer or pointer", integers), ("floating-point", floats)):
+        if len(values) > 8:
+            raise ValueError(f"at most 8 {kind} arguments go in registers, not {len(values)}")
+    return integers, floats
+
+
 def _page_down(value: int) -> int:
     return value & ~(PAGE - 1)
 
@@ -339,41 +376,72 @@ class ElfProcess:
         """The address of function or object ``name`` (KeyError if the program has none)."""
         return self.image.symbols[name]
 
-    def call(self, function: str | int, *arguments: int, streaming: bool = False) -> int:
-        """Call ``function`` (a symbol or an address) with up to eight integer or pointer
-        arguments under the AAPCS64 and return X0.
+    def call(self, function: str | int, *arguments: int | float | np.floating,
+             streaming: bool = False, shared_za: bool = False, result: type | None = int):
+        """Call ``function`` (a symbol or an address) under the AAPCS64 and return its result.
 
         Meant for after :meth:`run` (the C library is initialised) or instead of it.
-        ``streaming=True`` calls a function with the streaming interface (``__arm_streaming``):
-        PSTATE.SM is set before the call and cleared after it, as a non-streaming caller's
-        compiler would. A floating-point result is in ``cpu.v(0)``.
+
+        Parameters
+        ----------
+        *arguments : int, float or numpy floating scalar
+            Up to eight of each register class, allocated in order as the AAPCS64 does: an int
+            (or pointer) goes to the next X register; a ``numpy.float16``/``float32`` or a
+            ``float``/``numpy.float64`` (``double``) to the next SIMD&FP register as H, S or D.
+        streaming : bool
+            The function has the streaming interface (``__arm_streaming``): PSTATE.SM is set
+            before the call (and before the SIMD&FP arguments are placed: SMSTART zeroes them)
+            and cleared after the result is read, as a non-streaming caller's compiler would.
+        shared_za : bool
+            The function shares ZA (``__arm_in/out/inout/preserves("za")``): PSTATE.ZA is set
+            before the call (ZA zero if it was off) and left set; read and write the contents
+            with ``cpu.read_za()``/``cpu.write_za()``. Without it the function has a private-ZA
+            interface, which the AAPCS64 forbids calling with ZA active.
+        result : type or None
+            ``int``: X0 (default); ``numpy.float16``, ``numpy.float32``, ``float`` or
+            ``numpy.float64``: H0, S0 or D0 as that type; None: nothing.
 
         Raises
         ------
         ValueError
-            More than eight arguments.
+            More than eight arguments of a class, or ``result`` is not one of the above.
+        TypeError
+            An argument that is neither an integer nor a floating-point number.
         RuntimeError
-            The function did not return (it exited or a signal stopped it).
+            ZA is active (ZA=1, TPIDR2_EL0 zero) for a private-ZA call; or the function did not
+            return (it exited or a signal stopped it).
         """
-        if len(arguments) > 8:
-            raise ValueError(f"at most 8 register arguments, not {len(arguments)}")
+        if result not in _RESULT_TYPES:
+            raise ValueError(f"result must be int, float, numpy.float16/32/64 or None, not "
+                             f"{result!r}")
+        integers, floats = _classify_arguments(arguments)
         cpu = self.cpu
+        if not shared_za and cpu.engine.svcr & SVCR_ZA and not cpu.tpidr2:
+            raise RuntimeError(f"{function} has a private-ZA interface and ZA is active "
+                               f"(PSTATE.ZA=1, TPIDR2_EL0=0): save what it holds with "
+                               f"cpu.read_za(), then cpu.exit_za(), or call with shared_za=True")
         if not cpu.memory.mapped(RETURN_PAGE, RETURN_PAGE + PAGE):
             cpu.map(RETURN_PAGE, PAGE, PROT_READ | PROT_EXEC)
             cpu.write_memory(RETURN_PAGE, _BRK_RETURN.to_bytes(4, "little"))
         address = self.symbol(function) if isinstance(function, str) else function
-        for number, value in enumerate(arguments):
-            cpu.set_x(number, value)
-        cpu.set_x(30, RETURN_PAGE)
-        cpu.sp = (STACK_TOP - STACK_SIZE // 2) & ~15
         if streaming:
             cpu.start_streaming_mode()
+        if shared_za:
+            cpu.start_za()
+        for number, value in enumerate(integers):
+            cpu.set_x(number, value)
+        for number, bits in enumerate(floats):
+            cpu.set_v(number, bits)
+        cpu.set_x(30, RETURN_PAGE)
+        cpu.sp = (STACK_TOP - STACK_SIZE // 2) & ~15
         stop = cpu.run(address)
         if stop.kind is not StopKind.SIGNAL or stop.address != RETURN_PAGE:
             raise RuntimeError(f"{function} did not return: {stop}")
+        value = None if result is None else cpu.x(0) if result is int \
+            else _RESULT_TYPES[result](cpu.v(0))
         if streaming:
             cpu.end_streaming_mode()
-        return cpu.x(0)
+        return value
 
     # ------------------------------------------------------------------ system calls
     def _syscall(self, cpu: HostCpu) -> None:

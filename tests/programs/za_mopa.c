@@ -33,6 +33,32 @@ __attribute__((noinline, used)) int64_t dot_s32(const int32_t *a, const int32_t 
     return svaddv_s32(svptrue_b32(), total);
 }
 
+// Exported for the Python API: floating-point arguments and results across SMSTART/SMSTOP.
+__attribute__((noinline, used)) float scaled_sum_f32(const float *x, int64_t n, float scale)
+    __arm_streaming {
+    svfloat32_t total = svdup_f32(0.0f);
+    for (int64_t i = 0; i < n; i += (int64_t)svcntw()) {
+        svbool_t active = svwhilelt_b32_s64(i, n);
+        total = svadd_f32_m(active, total, svld1_f32(active, x + i));
+    }
+    return svaddv_f32(svptrue_b32(), total) * scale;
+}
+
+// Exported for the Python API: general and SIMD&FP arguments interleaved (AAPCS64 counts each
+// register class on its own: a in W0, b in D0, c in S1, d in X1, e in H2).
+__attribute__((noinline, used)) double mixed_arguments(int32_t a, double b, float c, int64_t d,
+                                                       _Float16 e) {
+    return (double)a * 1000.0 + b * 100.0 + (double)c * 10.0 + (double)d + (double)e / 8.0;
+}
+
+// Exported for the Python API: shared ZA. Adds value to every element of row `row` of ZA0.S.
+__attribute__((noinline, used)) void za_add_to_row(uint32_t row, float value)
+    __arm_streaming __arm_inout("za") {
+    svbool_t all = svptrue_b32();
+    svfloat32_t slice = svread_hor_za32_f32_m(svdup_f32(0.0f), all, 0, row);
+    svwrite_hor_za32_f32_m(0, row, all, svadd_f32_x(all, slice, svdup_f32(value)));
+}
+
 static uint64_t lanes_of_32_bits(void) __arm_streaming { return svcntw(); }
 
 int main(void) {
