@@ -237,6 +237,32 @@ def test_streaming_code_reaches_the_engine_and_v_follows_z():
     assert result.v_transfers >= 2
 
 
+def procfs_output(default_vl: int, max_vl: int) -> bytes:
+    """What ``tests/programs/procfs.c`` prints on Linux ≥ 6.16 (docs/abi.md, "sysctl": a
+    length the system does not support is rounded down to one it does)."""
+    return (f"default vector length: {default_vl} (then 0)\nwrite 32: ok\n"
+            f"after 32: {min(32, max_vl)} (then 0)\nwrite 17: Invalid argument\nwrite -1: ok\n"
+            f"after -1: {max_vl} (then 0)\n/proc/cpuinfo: sme listed\n"
+            f"lseek to 10: 10, SEEK_END: Invalid argument\n"
+            f"read of a closed descriptor: Bad file descriptor\n"
+            f"/etc/passwd: No such file or directory\n").encode()
+
+
+@pytest.mark.parametrize("svl", [128, 512])
+def test_procfs_files_of_a_real_program(svl):
+    """The sysctl starts at --svl's length and follows the kernel's parsing and rounding; no
+    host file is reachable. QEMU linux-user has no such sysctl: the divergence is shown."""
+    program = build("procfs")
+    status, output, errors, _ = run_model(program, svl=svl)
+    assert (status, output) == (0, procfs_output(svl // 8, svl // 8)), errors.decode()
+    oracle_status, oracle_output = run_oracle(program, svl=svl)
+    assert oracle_status == 0
+    assert oracle_output.startswith(
+        b"default vector length: open: No such file or directory\n"
+        b"write 32: open: No such file or directory\n")
+    assert b"/proc/cpuinfo: sme listed\n" in oracle_output
+
+
 def test_python_api_calls_an_exported_streaming_function_after_the_run():
     image = load_elf_image(build("za_mopa"))
     process = ElfProcess(image, ["za_mopa"], svl=256, stdout=io.BytesIO())

@@ -38,6 +38,7 @@ from zatile.sim.host_cpu import PROT_EXEC, PROT_READ, PROT_WRITE, HostCpu, Stop,
 from zatile.sim.state import MemoryFault
 from zatile.sw.abi import constants as c
 from zatile.sw.abi.cpufeatures import SmeVectorLengths, hwcap2_from_id
+from zatile.sw.abi.procfs import SYSCTL_SME_DEFAULT_VL, ProcfsMixin
 from zatile.sw.abi.sigframe import minimum_signal_stack_size
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import MASK64, SVCR_ZA
@@ -70,7 +71,8 @@ HWCAP_A72 = 0x8FB
 
 # The arm64 system call numbers served here.
 SYSCALL_NAMES = {
-    29: "ioctl", 56: "openat", 57: "close", 63: "read", 64: "write", 66: "writev",
+    29: "ioctl", 56: "openat", 57: "close", 62: "lseek", 63: "read", 64: "write",
+    65: "readv", 66: "writev",
     93: "exit", 94: "exit_group", 96: "set_tid_address", 99: "set_robust_list",
     101: "nanosleep", 113: "clock_gettime", 123: "sched_getaffinity", 124: "sched_yield",
     129: "kill", 130: "tkill",
@@ -81,6 +83,10 @@ SYSCALL_NAMES = {
 }
 
 _PID = 1000
+_AT_FDCWD = 0xFFFF_FF9C                 # -100 as a 32-bit int
+_O_RDONLY, _O_WRONLY = 0, 1
+_SEEK_SET, _SEEK_CUR = 0, 1
+_PATH_MAX = 4096
 _SIG_DFL, _SIG_IGN = 0, 1
 # Signals whose default action is to ignore them.
 _IGNORED_BY_DEFAULT = {17, 23, 28}     # SIGCHLD, SIGURG, SIGWINCH
@@ -215,6 +221,16 @@ class ProcessResult:
 
 
 @dataclass
+class _OpenFile:
+    """An open file of the model's file system view, and the position in it."""
+
+    path: str
+    readable: bool
+    writable: bool
+    offset: int = 0
+
+
+@dataclass
 class _Signals:
     actions: dict[int, int] = field(default_factory=dict)    # signal -> handler address
     blocked: int = 0
@@ -263,8 +279,12 @@ def _page_up(value: int) -> int:
     return (value + PAGE - 1) & ~(PAGE - 1)
 
 
-class ElfProcess:
+class ElfProcess(ProcfsMixin):
     """One static ELF program on a :class:`HostCpu`, with the system calls it needs.
+
+    Its files are the kernel model's (:class:`~zatile.sw.abi.procfs.ProcfsMixin`):
+    ``/proc/sys/abi/sme_default_vector_length`` (read and write; it starts at ``svl``, as if
+    set before the program started) and ``/proc/cpuinfo``.
 
     Parameters
     ----------
@@ -298,6 +318,10 @@ class ElfProcess:
         self.stderr = stderr if stderr is not None else sys.stderr.buffer
         self.syscalls = 0
         self.signals = _Signals()
+        self.sme_default_vl = self.sme_vl
+        self.hwcap2 = hwcap2_from_id(engine.id_aa64smfr0)
+        self.processes = {}                 # no /proc/<pid>/ files
+        self._files: dict[int, _OpenFile] = {}
         self._warned: set[int] = set()
         self._random = random.Random(0x5A71E)
         self._mmap_next = MMAP_TOP
@@ -328,7 +352,7 @@ class ElfProcess:
                 (AT_ENTRY, image.entry), (AT_UID, 0), (AT_EUID, 0), (AT_GID, 0), (AT_EGID, 0),
                 (AT_HWCAP, HWCAP_A72), (AT_CLKTCK, 100), (AT_SECURE, 0),
                 (AT_RANDOM, random_address),
-                (AT_HWCAP2, hwcap2_from_id(self.cpu.engine.id_aa64smfr0)),
+                (AT_HWCAP2, self.hwcap2),
                 (c.AT_MINSIGSTKSZ, minimum_signal_stack_size(self.lengths.max_vl)),
                 (AT_EXECFN, execfn), (AT_NULL, 0)]
 
@@ -475,34 +499,136 @@ class ElfProcess:
     def _stream(self, fd: int) -> BinaryIO | None:
         return {1: self.stdout, 2: self.stderr}.get(fd)
 
-    def sys_write(self, fd, buffer, count, *_):
+    def _put(self, fd: int, data: bytes) -> int:
+        """Write ``data`` to ``fd``: bytes written or a negative errno."""
         stream = self._stream(fd)
-        if stream is None:
+        if stream is not None:
+            stream.write(data)
+            return len(data)
+        file = self._files.get(fd)
+        if file is None or not file.writable:
             return -c.EBADF
-        stream.write(self._read(buffer, count))
-        return count
+        written = self.write_file(file.path, data)
+        if written > 0:
+            file.offset += written
+        return written
 
-    def sys_writev(self, fd, iov, iovcnt, *_):
-        stream = self._stream(fd)
-        if stream is None:
+    def _get(self, fd: int, count: int) -> bytes | int:
+        """The next ``count`` bytes of ``fd`` (without consuming them), or a negative errno."""
+        if fd == 0:
+            return b""                      # stdin is empty
+        file = self._files.get(fd)
+        if file is None or not file.readable:
             return -c.EBADF
+        if file.path == SYSCTL_SME_DEFAULT_VL and file.offset:
+            return b""                      # proc_dointvec: a read past the start is EOF
+        contents = self.read_file(file.path)
+        return contents if isinstance(contents, int) \
+            else contents[file.offset:file.offset + count]
+
+    def _consume(self, fd: int, count: int) -> None:
+        if fd in self._files:
+            self._files[fd].offset += count
+
+    def _iovec(self, iov: int, iovcnt: int) -> list[tuple[int, int]] | int:
         if iovcnt > 1024:
             return -c.EINVAL
-        total = 0
-        for index in range(iovcnt):
-            base, length = struct.unpack("<QQ", self._read(iov + 16 * index, 16))
-            stream.write(self._read(base, length))
-            total += length
-        return total
+        return [struct.unpack("<QQ", self._read(iov + 16 * index, 16)) for index in range(iovcnt)]
+
+    def sys_write(self, fd, buffer, count, *_):
+        if fd not in (1, 2) and fd not in self._files:
+            return -c.EBADF
+        return self._put(fd, self._read(buffer, count))
+
+    def sys_writev(self, fd, iov, iovcnt, *_):
+        if fd not in (1, 2) and fd not in self._files:
+            return -c.EBADF
+        vectors = self._iovec(iov, iovcnt)
+        if isinstance(vectors, int):
+            return vectors
+        return self._put(fd, b"".join(self._read(base, length) for base, length in vectors))
 
     def sys_read(self, fd, buffer, count, *_):
-        return 0 if fd == 0 else -c.EBADF
+        data = self._get(fd, count)
+        if isinstance(data, int):
+            return data
+        self._write(buffer, data)
+        self._consume(fd, len(data))
+        return len(data)
 
-    def sys_openat(self, *_):
-        return -c.ENOENT          # no host file is ever reachable
+    def sys_readv(self, fd, iov, iovcnt, *_):
+        vectors = self._iovec(iov, iovcnt)
+        if isinstance(vectors, int):
+            return vectors
+        data = self._get(fd, sum(length for _, length in vectors))
+        if isinstance(data, int):
+            return data
+        cursor = 0
+        for base, length in vectors:
+            self._write(base, data[cursor:cursor + length])
+            cursor += length
+            if cursor >= len(data):
+                break
+        self._consume(fd, len(data))
+        return len(data)
+
+    def sys_openat(self, dirfd, path_address, flags, *_):
+        """Only the files the kernel model serves (:class:`~zatile.sw.abi.procfs.ProcfsMixin`):
+        no host file is ever reachable."""
+        path = self._read_path(path_address)
+        if isinstance(path, int):
+            return path
+        if not path.startswith("/"):
+            if dirfd & 0xFFFF_FFFF != _AT_FDCWD:
+                return -c.ENOTDIR if dirfd in self._files else -c.EBADF
+            path = "/" + path                       # the working directory is /
+        access = flags & 3
+        if access == 3:
+            return -c.EINVAL
+        found = self.read_file(path)
+        if isinstance(found, int):
+            return found
+        if access != _O_RDONLY and self.write_file(path, b"") == -c.EACCES:
+            return -c.EACCES
+        fd = next(number for number in range(3, 3 + len(self._files) + 1)
+                  if number not in self._files)
+        self._files[fd] = _OpenFile(path, readable=access != _O_WRONLY,
+                                    writable=access != _O_RDONLY)
+        return fd
+
+    def _read_path(self, address: int) -> str | int:
+        """A NUL-terminated path from guest memory, or -EFAULT / -ENAMETOOLONG."""
+        data = bytearray()
+        while len(data) < _PATH_MAX:
+            try:
+                chunk = self._read(address + len(data), 1)
+            except MemoryFault:
+                return -c.EFAULT
+            if chunk == b"\0":
+                return data.decode("utf-8", "surrogateescape")
+            data += chunk
+        return -c.ENAMETOOLONG
+
+    def sys_lseek(self, fd, offset, whence, *_):
+        """``seq_lseek``: SEEK_SET and SEEK_CUR only; the standard streams are not seekable."""
+        if fd in (0, 1, 2):
+            return -c.ESPIPE
+        file = self._files.get(fd)
+        if file is None:
+            return -c.EBADF
+        offset -= (offset >> 63) << 64                 # signed
+        if whence not in (_SEEK_SET, _SEEK_CUR):
+            return -c.EINVAL
+        position = offset + (file.offset if whence == _SEEK_CUR else 0)
+        if position < 0:
+            return -c.EINVAL
+        file.offset = position
+        return position
 
     def sys_close(self, fd, *_):
-        return 0 if fd in (0, 1, 2) else -c.EBADF
+        if fd in (0, 1, 2):
+            return 0
+        return 0 if self._files.pop(fd, None) is not None else -c.EBADF
 
     def sys_ioctl(self, fd, request, *_):
         return -c.ENOTTY          # no terminals (TIOCGWINSZ: musl's isatty)

@@ -17,8 +17,9 @@ SYSCTL_SME_DEFAULT_VL = "/proc/sys/abi/sme_default_vector_length"
 class ProcfsMixin:
     """The files of the model's file system view: sysctl, ``/proc/cpuinfo``, auxv.
 
-    A mixin of :class:`~zatile.sw.abi.kernel.Kernel`: it uses the kernel's threads, engine and
-    save areas directly.
+    A mixin of :class:`~zatile.sw.abi.kernel.Kernel` and of
+    :class:`~zatile.sw.abi.elf_process.ElfProcess`: it uses their ``sme_default_vl``,
+    ``hwcap2``, ``lengths`` and ``processes``.
     """
 
     def read_file(self, path: str) -> bytes | int:
