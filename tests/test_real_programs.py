@@ -263,6 +263,23 @@ def test_procfs_files_of_a_real_program(svl):
     assert b"/proc/cpuinfo: sme listed\n" in oracle_output
 
 
+PRCTL_VL_OUTPUT = (b"get: 32\nset 16: 16\nrdsvl: 16\nset 32 with inherit: 32 inherit\n"
+                   b"get: 32 inherit\nset 0: Invalid argument\nset 24: Invalid argument\n"
+                   b"set with an unknown flag: Invalid argument\n")
+
+
+def test_prctl_vector_length_of_a_real_program():
+    """Linux ≥ 6.16's prctl (docs/abi.md, "prctl"): the model. QEMU 10 rejects the inherit
+    flag and accepts a request of 0 (docs/divergences.md, "QEMU linux-user"): shown here."""
+    program = build("prctl_vl")
+    status, output, errors, _ = run_model(program, svl=256)
+    assert (status, output) == (0, PRCTL_VL_OUTPUT), errors.decode()
+    oracle = PRCTL_VL_OUTPUT.replace(b"set 32 with inherit: 32 inherit\nget: 32 inherit",
+                                     b"set 32 with inherit: Invalid argument\nget: 16")
+    assert run_oracle(program, svl=256) == (0, oracle.replace(b"set 0: Invalid argument",
+                                                              b"set 0: 16"))
+
+
 def test_python_api_calls_an_exported_streaming_function_after_the_run():
     image = load_elf_image(build("za_mopa"))
     process = ElfProcess(image, ["za_mopa"], svl=256, stdout=io.BytesIO())

@@ -50,6 +50,13 @@ class SmeVectorLengths:
         vl = min(max(vl, self.min_vl), self.max_vl)
         return max(supported for supported in self.supported if supported <= vl)
 
+    def requested(self, vl: int, flags: int) -> int:
+        """The length ``PR_SME_SET_VL(vl | flags)`` selects, or -EINVAL for unknown flags or an
+        invalid length (docs/abi.md, "prctl")."""
+        if flags & ~(c.PR_SME_VL_INHERIT | c.PR_SME_SET_VL_ONEXEC) or not sve_vl_valid(vl):
+            return -c.EINVAL
+        return self.find_supported(min(vl, c.VL_ARCH_MAX))
+
     @property
     def boot_default(self) -> int:
         """The boot-time default SME VL: 32 bytes if supported, rounded (docs/abi.md, "sysctl")."""

@@ -319,6 +319,8 @@ class ElfProcess(ProcfsMixin):
         self.syscalls = 0
         self.signals = _Signals()
         self.sme_default_vl = self.sme_vl
+        self.sme_vl_inherit = False
+        self.sme_vl_onexec = 0              # no execve: recorded for prctl's answers only
         self.hwcap2 = hwcap2_from_id(engine.id_aa64smfr0)
         self.processes = {}                 # no /proc/<pid>/ files
         self._files: dict[int, _OpenFile] = {}
@@ -811,22 +813,28 @@ class ElfProcess(ProcfsMixin):
         return 0
 
     def sys_prctl(self, option, arg2, *_):
+        """PR_SME_SET_VL / PR_SME_GET_VL (docs/abi.md, "prctl" and "Live vector-length
+        changes"); anything else is -EINVAL."""
+        inherit_flag = c.PR_SME_VL_INHERIT if self.sme_vl_inherit else 0
         if option == c.PR_SME_GET_VL:
-            return self.sme_vl
-        if option == c.PR_SME_SET_VL:
-            if arg2 & ~(c.PR_SME_VL_LEN_MASK | c.PR_SME_VL_INHERIT | c.PR_SME_SET_VL_ONEXEC):
-                return -c.EINVAL
-            vl = self.lengths.find_supported(arg2 & c.PR_SME_VL_LEN_MASK)
-            if arg2 & c.PR_SME_SET_VL_ONEXEC:
-                return vl
-            if vl != self.sme_vl:
-                # A live change: streaming mode already ended at syscall entry; ZA is lost.
-                self.cpu.exit_za()
-                self.cpu.tpidr2 = 0
-                self.cpu.engine.smcr_len = vl // 16 - 1
-                self.sme_vl = vl
+            return self.sme_vl | inherit_flag
+        if option != c.PR_SME_SET_VL:
+            return -c.EINVAL
+        requested = arg2 & c.PR_SME_VL_LEN_MASK
+        flags = arg2 & ~requested & MASK64
+        vl = self.lengths.requested(requested, flags)
+        if vl < 0:
             return vl
-        return -c.EINVAL
+        onexec = bool(flags & c.PR_SME_SET_VL_ONEXEC)
+        if not onexec and vl != self.sme_vl:
+            # A live change: streaming mode already ended at syscall entry, ZA is discarded.
+            self.cpu.exit_za()
+            self.cpu.engine.smcr_len = vl // 16 - 1
+            self.sme_vl = vl
+        self.sme_vl_inherit = bool(flags & c.PR_SME_VL_INHERIT)
+        self.sme_vl_onexec = vl if onexec or self.sme_vl_inherit else 0
+        return (self.sme_vl_onexec if onexec else self.sme_vl) \
+            | (c.PR_SME_VL_INHERIT if self.sme_vl_inherit else 0)
 
 
 def _runs(pages: dict[int, int]):

@@ -16,7 +16,7 @@ from zatile.sim.state import Memory
 from zatile.sw.abi import constants as c
 from zatile.sw.abi.cpufeatures import SmeVectorLengths
 from zatile.sw.abi.layouts import (
-    SVE_SIG_REGS_OFFSET, sve_sig_regs_size, sve_sig_zreg_offset, sve_vl_valid, sve_vq_from_vl,
+    SVE_SIG_REGS_OFFSET, sve_sig_regs_size, sve_sig_zreg_offset, sve_vq_from_vl,
     za_sig_regs_size,
 )
 from zatile.sw.abi.mm import KernelHeap
@@ -146,11 +146,9 @@ class FpsimdOps:
         """``vec_set_vector_length(task, ARM64_VEC_SME, vl, flags)``: 0 or a negative errno."""
         onexec = bool(flags & c.PR_SME_SET_VL_ONEXEC)
         inherit = bool(flags & c.PR_SME_VL_INHERIT)
-        if flags & ~(c.PR_SME_VL_INHERIT | c.PR_SME_SET_VL_ONEXEC):
-            return -c.EINVAL
-        if not sve_vl_valid(vl):
-            return -c.EINVAL
-        vl = self.lengths.find_supported(min(vl, c.VL_ARCH_MAX))
+        vl = self.lengths.requested(vl, flags)
+        if vl < 0:
+            return vl
         fp = thread.fp
         if not onexec and vl != fp.sme_vl:
             if self.change_live_vector_length(thread, vl):
