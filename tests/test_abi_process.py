@@ -173,8 +173,12 @@ def test_clone_flag_rules():
     assert kernel.clone(thread, c.CLONE_SIGHAND) == -c.EINVAL, "CLONE_SIGHAND needs CLONE_VM"
     assert kernel.clone(thread, c.CLONE_VM | c.CLONE_THREAD) == -c.EINVAL
     assert kernel.clone(thread, c.CLONE_VFORK | c.SIGCHLD) == -c.EINVAL, "not modelled"
+    thread.cpu.tpidr2 = 0x5A5A_0000
     child = kernel.clone(thread, c.SIGCHLD | c.CLONE_SETTLS, 0, 0, 0x7777)
     assert kernel.threads[child].cpu.tpidr == 0x7777 and kernel.threads[child].cpu.x[0] == 0
+    # Linux >= 6.16: CLONE_SETTLS sets only TPIDR_EL0; a fork child keeps TPIDR2_EL0 (QEMU 10
+    # zeroes it: tests/test_real_programs.py::test_qemu_tpidr2_divergences).
+    assert kernel.threads[child].cpu.tpidr2 == 0x5A5A_0000
 
 
 # ---------------------------------------------------------------------------- syscall-abi

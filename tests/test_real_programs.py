@@ -280,6 +280,19 @@ def test_prctl_vector_length_of_a_real_program():
                                                               b"set 0: 16"))
 
 
+@pytest.mark.parametrize("mode, qemu_output", [
+    ("signal", b"TPIDR2_EL0 in the handler: the interrupted value, after it: restored\n"),
+    ("fork-settls", b"TPIDR2_EL0 in a fork child with CLONE_SETTLS: zero\n"),
+])
+def test_qemu_tpidr2_divergences(mode, qemu_output):
+    """QEMU 10 keeps TPIDR2_EL0 in a signal handler and zeroes it for CLONE_SETTLS (the pre-6.16
+    rules, docs/divergences.md); Linux ≥ 6.16 gives a handler 0 and a fork child its parent's
+    value: the kernel model's tests hold those rules (test_abi_signals.py::test_tpidr2_siginfo,
+    test_abi_process.py::test_clone_flag_rules). Real programs do not get
+    signal handlers or fork on the model yet, so only QEMU's side runs this program."""
+    assert run_oracle(build("tpidr2_rules"), mode, svl=256) == (0, qemu_output)
+
+
 def test_python_api_calls_an_exported_streaming_function_after_the_run():
     image = load_elf_image(build("za_mopa"))
     process = ElfProcess(image, ["za_mopa"], svl=256, stdout=io.BytesIO())
