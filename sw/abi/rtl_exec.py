@@ -15,14 +15,15 @@ import json
 import shutil
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Sequence
+from typing import BinaryIO, Callable, Iterator, Sequence
 
-from zatile.sw.abi.elf_process import ProcessResult, load_elf_image
+from zatile.sw.abi.elf_process import PAGE, ProcessResult, load_elf_image
 from zatile.sw.arch.config import EngineConfig
 from zatile.tb.runner import build_engine
 
-__all__ = ["run_program_rtl"]
+__all__ = ["run_program_rtl", "call_rtl"]
 
 
 def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
@@ -65,6 +66,67 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
         If the simulation itself fails (never for a program that crashes: that is its status).
     """
     path = Path(path).resolve()
+    with _simulation(path, svl, simulator, {
+            "argv": list(argv) or [str(path)],
+            "environment": list(environment) if environment is not None
+            else ["PATH=/bin", "HOME=/"],
+            "count_instructions": count_instructions, "pauses": pauses, "seed": seed}) \
+            as directory:
+        for name, stream in (("stdout", stdout or sys.stdout.buffer),
+                             ("stderr", stderr or sys.stderr.buffer)):
+            stream.write((directory / name).read_bytes())
+            stream.flush()
+        return ProcessResult.from_json_dict(json.loads((directory / "result.json").read_text()))
+
+
+def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
+             inputs: Sequence[tuple[int, bytes]], outputs: Sequence[tuple[int, int]],
+             svl: int = 512, simulator: str = "verilator",
+             pauses: str = "none") -> tuple[list[bytes], dict]:
+    """Call ``function`` of a static program with the RTL engine, without running the program.
+
+    Every ``(address, data)`` of ``inputs`` is mapped (read-write, whole pages) and written
+    first; the function is called with integer or pointer ``arguments`` under the AAPCS64
+    (:meth:`~zatile.sw.abi.elf_process.ElfProcess.call`); then every ``(address, length)`` of
+    ``outputs`` (inside the mapped inputs) is read.
+
+    Returns
+    -------
+    (list of bytes, dict)
+        The outputs, and ``{"engine_cycles": ..., "engine_perf": {...}}``.
+
+    Raises
+    ------
+    zatile.sw.abi.elf_process.ExecError
+        If ``path`` is not a static aarch64 executable.
+    zatile.tb.runner.SimulationFailed
+        If the simulation fails, or the function does not return.
+    """
+    path = Path(path).resolve()
+    maps = [(address & ~(PAGE - 1),
+             ((address + len(data) + PAGE - 1) & ~(PAGE - 1)) - (address & ~(PAGE - 1)))
+            for address, data in inputs]
+    call = {"function": function, "arguments": [int(value) for value in arguments],
+            "maps": maps, "inputs": [[address, f"input{index}"]
+                                     for index, (address, _) in enumerate(inputs)],
+            "outputs": [[address, length, f"output{index}"]
+                        for index, (address, length) in enumerate(outputs)]}
+    request = {"argv": [str(path)], "call": call, "pauses": pauses, "seed": 0}
+
+    def stage(directory: Path) -> None:
+        for index, (_, data) in enumerate(inputs):
+            (directory / f"input{index}").write_bytes(bytes(data))
+
+    with _simulation(path, svl, simulator, request, stage) as directory:
+        return ([(directory / f"output{index}").read_bytes() for index in range(len(outputs))],
+                json.loads((directory / "perf.json").read_text()))
+
+
+@contextmanager
+def _simulation(path: Path, svl: int, simulator: str, request: dict,
+                stage: Callable[[Path], None] | None = None) -> Iterator[Path]:
+    """Run one simulation of :mod:`zatile.sw.abi.rtl_exec_sim` for ``request`` and yield its
+    directory (removed afterwards)."""
     load_elf_image(path)                 # the same errors as the model backend, before building
     config = EngineConfig(max_svl=svl)
     build = build_engine(config, simulator)
@@ -72,19 +134,13 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
     runs.mkdir(exist_ok=True)
     directory = Path(tempfile.mkdtemp(prefix="exec-", dir=runs))
     try:
-        (directory / "request.json").write_text(json.dumps({
-            "program": str(path), "argv": list(argv) or [str(path)],
-            "environment": list(environment) if environment is not None
-            else ["PATH=/bin", "HOME=/"],
-            "config": config.to_json_dict(), "count_instructions": count_instructions,
-            "pauses": pauses, "seed": seed}))
+        if stage is not None:
+            stage(directory)
+        (directory / "request.json").write_text(json.dumps(
+            {"program": str(path), "config": config.to_json_dict(), **request}))
         build.run("zatile.sw.abi.rtl_exec_sim",
                   extra_env={"ZATILE_RTL_EXEC": str(directory), "COCOTB_LOG_LEVEL": "WARNING"},
                   test_dir=directory, log_file=directory / "sim.log")
-        for name, stream in (("stdout", stdout or sys.stdout.buffer),
-                             ("stderr", stderr or sys.stderr.buffer)):
-            stream.write((directory / name).read_bytes())
-            stream.flush()
-        return ProcessResult.from_json_dict(json.loads((directory / "result.json").read_text()))
+        yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)

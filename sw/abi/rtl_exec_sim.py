@@ -5,11 +5,13 @@ pause style, seed, whether to count host instructions). The program runs unchang
 CPU in a :func:`cocotb.task.bridge` thread, with a :class:`zatile.tb.engine.RtlEngine` behind it
 whose memory port is served from the guest's own memory. Its fd 1 and fd 2 go to ``stdout`` and
 ``stderr`` in the directory; ``result.json`` holds the :class:`ProcessResult`, the simulated
-cycles and the engine's performance counters.
+cycles and the engine's performance counters. A request with a ``call`` calls one function of
+the program instead of running it (:func:`zatile.sw.abi.rtl_exec.call_rtl`).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -18,7 +20,8 @@ import cocotb
 from cocotb.task import bridge
 from cocotb.utils import get_sim_time
 
-from zatile.sw.abi.elf_process import run_program
+from zatile.sim.host_cpu import PROT_READ, PROT_WRITE
+from zatile.sw.abi.elf_process import ElfProcess, load_elf_image, run_program
 from zatile.sw.arch.config import EngineConfig
 from zatile.tb.engine import CLOCK_NS, EngineBench, RtlEngine, smcr_len_for
 
@@ -38,6 +41,12 @@ async def exec_program(dut) -> None:
         bench.bus.memory = memory
         return RtlEngine(bench)
 
+    if "call" in request:
+        await bridge(_call)(directory, request, config.max_svl, engine_class)
+        await bench.wait_idle()
+        (directory / "perf.json").write_text(json.dumps({
+            "engine_cycles": int(get_sim_time("ns") / CLOCK_NS), "engine_perf": bench.perf()}))
+        return
     with open(directory / "stdout", "wb") as stdout, open(directory / "stderr", "wb") as stderr:
         result = await bridge(run_program)(
             request["program"], request["argv"], svl=config.max_svl, engine_class=engine_class,
@@ -47,3 +56,19 @@ async def exec_program(dut) -> None:
     result.engine_cycles = int(get_sim_time("ns") / CLOCK_NS)
     result.engine_perf = bench.perf()
     (directory / "result.json").write_text(json.dumps(result.to_json_dict()))
+
+
+def _call(directory: Path, request: dict, svl: int, engine_class) -> None:
+    """Load the program without running it, map and fill the buffers, call one function, and
+    save the buffers to read back (:func:`zatile.sw.abi.rtl_exec.call_rtl`)."""
+    call = request["call"]
+    process = ElfProcess(load_elf_image(request["program"]), request["argv"], svl=svl,
+                         engine_class=engine_class, stdout=io.BytesIO(), stderr=io.BytesIO())
+    cpu = process.cpu
+    for address, size in call["maps"]:
+        cpu.map(address, size, PROT_READ | PROT_WRITE)
+    for address, name in call["inputs"]:
+        cpu.write_memory(address, (directory / name).read_bytes())
+    process.call(call["function"], *call["arguments"], result=None)
+    for address, length, name in call["outputs"]:
+        (directory / name).write_bytes(cpu.read_memory(address, length))

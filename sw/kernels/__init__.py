@@ -1,0 +1,56 @@
+"""The kernel library: vector-length-agnostic SME kernels generated as A64 assembly.
+
+:func:`library` builds (once, cached by content) one static aarch64 executable holding every
+generated kernel and :file:`harness.c`, a command-line driver for backends that run whole
+programs. The same bytes serve every backend: the model and the RTL call the kernels in the
+executable directly (:meth:`zatile.sw.abi.elf_process.ElfProcess.call`), QEMU runs its harness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+
+from zatile.sw import toolchain
+from zatile.sw.kernels.gemm import GEMM_F32_FUNCTIONS, gemm_f32
+from zatile.sw.runtime import RUNTIME_SOURCES
+
+__all__ = ["HARNESS", "library", "library_source"]
+
+#: The command-line harness linked into the library.
+HARNESS = Path(__file__).with_name("harness.c")
+
+
+def library_source() -> str:
+    """The assembly source of every kernel of the library."""
+    return "".join(gemm_f32(name, accumulate) for name, accumulate in GEMM_F32_FUNCTIONS.items())
+
+
+def library() -> Path:
+    """The library executable, built with ``zatile cc -O2`` on first use and cached in
+    ``$ZATILE_CACHE/kernels`` by the hash of its sources, the runtime and the compiler.
+
+    Raises
+    ------
+    zatile.sw.toolchain.ToolchainError
+        If ziglang is not installed.
+    """
+    source = library_source()
+    digest = hashlib.sha256(source.encode())
+    for path in (HARNESS, *RUNTIME_SOURCES):
+        digest.update(path.read_bytes())
+    digest.update(repr((toolchain.TARGET, toolchain.CPU, version("ziglang"))).encode())
+    directory = toolchain.cache_directory().parent / "kernels"
+    directory.mkdir(parents=True, exist_ok=True)
+    output = directory / f"library-{digest.hexdigest()[:16]}"
+    if not output.exists():
+        with tempfile.TemporaryDirectory(dir=directory) as scratch:
+            assembly = Path(scratch) / "kernels.S"
+            assembly.write_text(source)
+            partial = Path(scratch) / "library"
+            toolchain.compile_program([HARNESS, assembly], partial, ["-O2"])
+            os.replace(partial, output)
+    return output

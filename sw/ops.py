@@ -1,0 +1,185 @@
+"""Operators for numpy users, computed by the engine's kernels (:mod:`zatile.sw.kernels`).
+
+Each operator takes and returns numpy arrays and runs the same kernel bytes on any backend:
+
+* ``model``: the host CPU and the reference model, in this process;
+* ``rtl``: the host CPU and the engine's Verilog under Verilator (one simulation per call);
+* ``qemu``: ``qemu-aarch64 -cpu max,sme=on`` running the library's command-line harness.
+
+Floating-point results are bit-identical to :func:`matmul_reference`, which states the
+accumulation order the kernels use.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from zatile.sim.host_cpu import PROT_READ, PROT_WRITE
+from zatile.sim.qemu import qemu_sme_cpu_option
+from zatile.sim.tools import find_tool
+from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
+from zatile.sw.abi.rtl_exec import call_rtl
+from zatile.sw.kernels import library
+
+__all__ = ["BACKENDS", "matmul", "matmul_reference"]
+
+#: The backends an operator runs on.
+BACKENDS = ("model", "rtl", "qemu")
+#: Where the operands are placed in the kernel library's address space (model and RTL).
+_BUFFERS = 0x0000_6000_0000_0000
+_PAGE = 0x1000
+
+
+def _check_matrix(name: str, value) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, not {type(value).__name__}")
+    if value.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, not of shape {value.shape}")
+    if value.dtype != np.float32:
+        raise TypeError(f"{name} has dtype {value.dtype}; matmul supports float32")
+    if 0 in value.shape:
+        raise ValueError(f"{name} must not be empty, not of shape {value.shape}")
+    return value
+
+
+def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
+           accumulate: bool = False, backend: str = "model", svl: int = 512) -> np.ndarray:
+    """``A @ B`` (or ``out += A @ B``) on the engine, fp32.
+
+    The kernel is ``zatile_gemm_f32`` (``zatile_gemm_acc_f32`` to accumulate): 2VL×2VL blocks
+    over the four ZA tiles with predicated tails, vector-length agnostic. A is transposed on
+    the host (one contiguous vector load per column of A). Each element of the result is the
+    fused multiply-adds of its K products in order k = 0, 1, ..., each rounded to nearest even,
+    starting from +0 (or from ``out``): exactly :func:`matmul_reference`.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray
+        float32 matrices of shapes (M, K) and (K, N); any strides (they are copied).
+    out : numpy.ndarray, optional
+        A C-contiguous float32 (M, N) array for the result.
+    accumulate : bool
+        Add the product to ``out`` (which must then be given).
+    backend : str
+        ``model``, ``rtl`` or ``qemu``.
+    svl : int
+        The engine's streaming vector length in bits.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out`` if given, else a new (M, N) float32 array.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For operands of the wrong type, dtype or shape, naming the argument and the value.
+    """
+    a, b = _check_matrix("a", a), _check_matrix("b", b)
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a's columns ({a.shape[1]}) must equal b's rows ({b.shape[0]}): "
+                         f"shapes {a.shape} and {b.shape}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if out is not None:
+        _check_matrix("out", out)
+        if out.shape != (m, n) or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous ({m}, {n}) array, not of shape "
+                             f"{out.shape}")
+    elif accumulate:
+        raise ValueError("accumulate=True adds to out: give out")
+    function = "zatile_gemm_acc_f32" if accumulate else "zatile_gemm_f32"
+    at = np.ascontiguousarray(a.T).tobytes()
+    operands = [at, np.ascontiguousarray(b).tobytes()]
+    if accumulate:
+        operands.append(out.tobytes())
+    result = _RUNNERS[backend](function, (m, n, k), operands, m * n * 4, svl)
+    product = np.frombuffer(result, np.float32).reshape(m, n)
+    if out is None:
+        return product.copy()
+    out[...] = product
+    return out
+
+
+def _layout(operands: list[bytes], result_bytes: int) -> list[int]:
+    """Page-aligned addresses for the operands and the result, in that order."""
+    addresses, cursor = [], _BUFFERS
+    for size in [*(len(data) for data in operands), result_bytes]:
+        addresses.append(cursor)
+        cursor += (size + _PAGE - 1) // _PAGE * _PAGE + _PAGE        # a guard page between
+    return addresses
+
+
+def _run_model(function: str, sizes, operands: list[bytes], result_bytes: int,
+               svl: int) -> bytes:
+    path = library()
+    process = ElfProcess(load_elf_image(path), [str(path)], svl=svl, stdout=io.BytesIO(),
+                         stderr=io.BytesIO())
+    cpu = process.cpu
+    addresses = _layout(operands, result_bytes)
+    for address, data in zip(addresses, [*operands, bytes(result_bytes)]):
+        cpu.map(address, (len(data) + _PAGE - 1) // _PAGE * _PAGE, PROT_READ | PROT_WRITE)
+        cpu.write_memory(address, data)
+    c_address = addresses[2] if len(operands) == 3 else addresses[-1]
+    process.call(function, addresses[0], addresses[1], c_address, *sizes, result=None)
+    return cpu.read_memory(c_address, result_bytes)
+
+
+def _run_rtl(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int) -> bytes:
+    addresses = _layout(operands, result_bytes)
+    inputs = list(zip(addresses, [*operands, bytes(result_bytes)]))
+    c_address = addresses[2] if len(operands) == 3 else addresses[-1]
+    (result,), _ = call_rtl(library(), function,
+                            [addresses[0], addresses[1], c_address, *sizes], inputs=inputs,
+                            outputs=[(c_address, result_bytes)], svl=svl)
+    return result
+
+
+def _run_qemu(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int) -> bytes:
+    with tempfile.TemporaryDirectory() as scratch:
+        inputs, output = Path(scratch) / "input", Path(scratch) / "output"
+        inputs.write_bytes(b"".join(operands))
+        completed = subprocess.run(
+            [find_tool("qemu"), "-cpu", qemu_sme_cpu_option(svl), str(library()), function,
+             *map(str, sizes), str(inputs), str(output)], capture_output=True, timeout=600)
+        if completed.returncode:
+            raise RuntimeError(f"the kernel harness failed under QEMU (status "
+                               f"{completed.returncode}): {completed.stderr.decode().strip()}")
+        return output.read_bytes()
+
+
+_RUNNERS = {"model": _run_model, "rtl": _run_rtl, "qemu": _run_qemu}
+
+
+def matmul_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+    """The fp32 result the kernels give: ``c[i, j]`` (or +0) updated by ``fma(a[i, p], b[p, j],
+    c[i, j])`` for p = 0, 1, ..., K-1, each fused multiply-add rounded once to nearest even.
+
+    Computed in float64 without double rounding: the product of two floats is exact in
+    float64; the sum is rounded to odd (the exact error of the float64 addition, from TwoSum,
+    moves an even result one unit towards it), and a round-to-odd value with 29 more bits
+    than float32 rounds to float32 exactly as the exact sum would. For finite results; NaN
+    payloads are not modelled.
+    """
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    total = np.zeros((a.shape[0], b.shape[1]), np.float32) if c is None \
+        else np.array(c, np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for p in range(a.shape[1]):
+            product = np.multiply.outer(a[:, p].astype(np.float64), b[p].astype(np.float64))
+            addend = total.astype(np.float64)
+            rounded = addend + product
+            virtual = rounded - addend
+            error = (addend - (rounded - virtual)) + (product - virtual)
+            even = (rounded.view(np.uint64) & 1) == 0
+            nudge = (error != 0) & even & np.isfinite(rounded)
+            rounded[nudge] = np.nextafter(rounded[nudge], np.where(error[nudge] > 0, np.inf,
+                                                                    -np.inf))
+            total = rounded.astype(np.float32)
+    return total

@@ -1,0 +1,169 @@
+"""The kernel library (sw/kernels) and the numpy operators on it (sw/ops).
+
+* The fp32 GEMM kernels give results bit-identical to :func:`zatile.sw.ops.matmul_reference`
+  on the model at every SVL, for shapes with tails on every edge, K = 1 included; the same
+  kernel bytes give the same bits under QEMU 10 and on the RTL.
+* The reference itself is checked against the exact Arm pseudocode (``sim/fpref.py``) element by
+  element, and is shown to tell a fused accumulation from an unfused one.
+* ACLE C calls the kernels through their prototypes, from a caller with live ZA too (the
+  lazy-save scheme), and the caller's ZA and callee-saved V8 survive, on the model and on QEMU.
+* Bad operands raise TypeError/ValueError naming the argument.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import need_tool
+from tests.test_real_programs import PROGRAMS, _need_zig, run_oracle
+from zatile.sim.fpref import fmla_f32
+from zatile.sw import toolchain
+from zatile.sw.abi.elf_process import run_program
+from zatile.sw.kernels import library, library_source
+from zatile.sw.kernels.gemm import gemm_f32
+from zatile.sw.ops import matmul, matmul_reference
+
+SHAPES = [(1, 1, 1), (5, 3, 1), (19, 23, 7), (40, 9, 33), (16, 16, 16), (65, 2, 4)]
+
+
+def _operands(m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    scale = np.float32(2.0) ** rng.integers(-20, 20, (m, k))          # wide exponent range
+    a = (rng.standard_normal((m, k)) * scale).astype(np.float32)
+    return a, rng.standard_normal((k, n)).astype(np.float32)
+
+
+def _bits(array: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(array).view(np.uint32)
+
+
+@pytest.mark.parametrize("svl", [128, 256, 512])
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_matmul_on_the_model_is_the_reference(m, n, k, svl):
+    _need_zig()
+    a, b = _operands(m, n, k, seed=m * 1000 + n * 10 + k)
+    product = matmul(a, b, svl=svl)
+    assert np.array_equal(_bits(product), _bits(matmul_reference(a, b)))
+    exact, magnitude = a.astype(np.float64) @ b, np.abs(a.astype(np.float64)) @ np.abs(b)
+    assert np.all(np.abs(product - exact) <= k * 2.0 ** -23 * magnitude + 2.0 ** -126)
+    out = np.random.default_rng(svl).standard_normal((m, n)).astype(np.float32)
+    expected = matmul_reference(a, b, out)
+    assert matmul(a, b, out=out, accumulate=True, svl=svl) is out
+    assert np.array_equal(_bits(out), _bits(expected))
+
+
+@pytest.mark.parametrize("svl", [128, 512])
+def test_matmul_under_qemu_gives_the_same_bits(svl):
+    _need_zig()
+    need_tool("qemu")
+    a, b = _operands(19, 23, 7, seed=5)
+    assert np.array_equal(_bits(matmul(a, b, backend="qemu", svl=svl)),
+                          _bits(matmul(a, b, svl=svl)))
+    out = np.ones((19, 23), np.float32)
+    matmul(a, b, out=out, accumulate=True, backend="qemu", svl=svl)
+    assert np.array_equal(_bits(out), _bits(matmul_reference(a, b, np.ones((19, 23)))))
+
+
+def test_matmul_on_the_rtl_gives_the_same_bits():
+    _need_zig()
+    a, b = _operands(19, 23, 7, seed=6)
+    assert np.array_equal(_bits(matmul(a, b, backend="rtl", svl=128)),
+                          _bits(matmul_reference(a, b)))
+
+
+def test_reference_is_the_arm_fused_multiply_add_in_order():
+    """Element by element against FPMulAdd of sim/fpref.py (the Arm pseudocode, exact)."""
+    a, b = _operands(3, 4, 9, seed=7)
+    c = np.random.default_rng(8).standard_normal((3, 4)).astype(np.float32)
+    reference = matmul_reference(a, b, c)
+    for i in range(3):
+        for j in range(4):
+            total = int(_bits(c)[i, j])
+            for p in range(9):
+                total = fmla_f32(total, int(_bits(a)[i, p]), int(_bits(b)[p, j]), 0)
+            assert total == reference.view(np.uint32)[i, j], (i, j)
+
+
+def test_reference_tells_fused_from_unfused_accumulation():
+    """1 + 2^-24 times 1 - 2^-24, added to -1: fused keeps -2^-48, unfused rounds to 0."""
+    a = np.array([[1 + 2.0 ** -23, 1.0]], np.float32).reshape(1, 2)
+    b = np.array([[1 - 2.0 ** -24], [-1.0]], np.float32)
+    fused = matmul_reference(a[:, ::-1], b[::-1])          # -1 first, then the product
+    unfused = np.float32(np.float32(-1.0) + np.float32(a[0, 0] * b[0, 0]))
+    assert fused[0, 0] != unfused and fused[0, 0] == np.float32(2.0 ** -23 - 2.0 ** -24
+                                                                - 2.0 ** -47)
+
+
+def test_generated_kernel_is_readable_and_follows_the_sme_interface():
+    source = gemm_f32("zatile_gemm_f32")
+    assert source.count("fmopa") == 4 and source.count("ld1w    {z") == 4    # 1 load per MOPA
+    for required in ("bl      __arm_tpidr2_save", "msr     tpidr2_el0, xzr", "smstart", "smstop",
+                     "stp     d8, d9", "ldp     d14, d15", "whilelt p3.s", "// a_lo"):
+        assert required in source, required
+    with pytest.raises(ValueError, match="C identifier"):
+        gemm_f32("bad name")
+
+
+def _caller() -> Path:
+    """tests/programs/kernel_caller.c linked with the generated kernels (cached by content)."""
+    _need_zig()
+    source, assembly = PROGRAMS / "kernel_caller.c", library_source()
+    digest = hashlib.sha256(source.read_bytes() + assembly.encode()).hexdigest()[:16]
+    cache = toolchain.cache_directory().parent / "programs"
+    cache.mkdir(parents=True, exist_ok=True)
+    output = cache / f"kernel_caller-{digest}"
+    if not output.exists():
+        kernels = cache / f"kernels-{digest}.S"
+        kernels.write_text(assembly)
+        partial = output.with_suffix(f".{os.getpid()}.tmp")
+        toolchain.compile_program([source, kernels], partial, ["-O2"])
+        partial.replace(output)
+    return output
+
+
+CALLER_OUTPUT = (b"zatile_gemm_f32: ok\nV8 across the call: kept\nzatile_gemm_acc_f32: ok\n"
+                 b"from a caller with live ZA: ok\nthe caller's ZA: kept\n")
+
+
+@pytest.mark.parametrize("svl", [128, 512])
+def test_acle_callers_keep_their_za_and_callee_saved_registers(svl):
+    program = _caller()
+    stdout = io.BytesIO()
+    result = run_program(program, [str(program)], svl=svl, stdout=stdout)
+    assert (result.status, stdout.getvalue()) == (0, CALLER_OUTPUT)
+    assert run_oracle(program, svl=svl) == (0, CALLER_OUTPUT)
+
+
+def test_library_is_one_cached_executable():
+    _need_zig()
+    path = library()
+    assert library() == path and path.read_bytes()[:4] == b"\x7fELF"
+    assert struct.unpack_from("<H", path.read_bytes(), 18)[0] == 183        # EM_AARCH64
+
+
+@pytest.mark.parametrize("arguments, keywords, error, message", [
+    (([[1.0]], np.ones((1, 1), np.float32)), {}, TypeError, "a must be a numpy array"),
+    ((np.ones((2, 3), np.float64), np.ones((3, 2), np.float32)), {}, TypeError,
+     "a has dtype float64"),
+    ((np.ones((2, 3), np.float32), np.ones((2, 2), np.float32)), {}, ValueError,
+     r"a's columns \(3\) must equal b's rows \(2\)"),
+    ((np.ones(3, np.float32), np.ones((3, 2), np.float32)), {}, ValueError, "a must be 2-D"),
+    ((np.ones((2, 0), np.float32), np.ones((0, 2), np.float32)), {}, ValueError,
+     "must not be empty"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"accumulate": True},
+     ValueError, "give out"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)),
+     {"out": np.ones((2, 3), np.float32)}, ValueError, r"out must be a C-contiguous \(2, 2\)"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"backend": "fpga"},
+     ValueError, "not 'fpga'"),
+])
+def test_matmul_rejects_bad_operands(arguments, keywords, error, message):
+    with pytest.raises(error, match=message):
+        matmul(*arguments, **keywords)
