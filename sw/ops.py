@@ -25,6 +25,7 @@ from zatile.sim.tools import find_tool
 from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
 from zatile.sw.abi.rtl_exec import call_rtl
 from zatile.sw.kernels import library
+from zatile.sw.kernels.gemm import GEMM_TYPES
 
 __all__ = ["BACKENDS", "matmul", "matmul_reference"]
 
@@ -40,29 +41,55 @@ def _check_matrix(name: str, value) -> np.ndarray:
         raise TypeError(f"{name} must be a numpy array, not {type(value).__name__}")
     if value.ndim != 2:
         raise ValueError(f"{name} must be 2-D, not of shape {value.shape}")
-    if value.dtype != np.float32:
-        raise TypeError(f"{name} has dtype {value.dtype}; matmul supports float32")
     if 0 in value.shape:
         raise ValueError(f"{name} must not be empty, not of shape {value.shape}")
     return value
 
 
+def _gemm_types(a: np.ndarray, b: np.ndarray) -> str:
+    """The kernels' name for the dtype pair (:data:`~zatile.sw.kernels.gemm.GEMM_TYPES`)."""
+    for name, kind in GEMM_TYPES.items():
+        if (a.dtype, b.dtype) == (np.dtype(kind.a), np.dtype(kind.b)):
+            return name
+    pairs = ", ".join(f"{kind.a} x {kind.b}" for kind in GEMM_TYPES.values())
+    raise TypeError(f"a and b have dtypes {a.dtype} and {b.dtype}; matmul supports {pairs}")
+
+
+def _pack(matrix: np.ndarray, group: int, columns_of_a: bool) -> bytes:
+    """The kernels' operand layout: per k group, each row of A (or column of B) with the
+    group's k values side by side, K zero-padded to whole groups."""
+    k = matrix.shape[1] if columns_of_a else matrix.shape[0]
+    padded_k = -(-k // group) * group
+    if columns_of_a:
+        padded = np.zeros((matrix.shape[0], padded_k), matrix.dtype)
+        padded[:, :k] = matrix
+        return padded.reshape(matrix.shape[0], -1, group).transpose(1, 0, 2).tobytes()
+    padded = np.zeros((padded_k, matrix.shape[1]), matrix.dtype)
+    padded[:k] = matrix
+    return padded.reshape(-1, group, matrix.shape[1]).transpose(0, 2, 1).tobytes()
+
+
 def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
            accumulate: bool = False, backend: str = "model", svl: int = 512) -> np.ndarray:
-    """``A @ B`` (or ``out += A @ B``) on the engine, fp32.
+    """``A @ B`` (or ``out += A @ B``) on the engine.
 
-    The kernel is ``zatile_gemm_f32`` (``zatile_gemm_acc_f32`` to accumulate): 2VL×2VL blocks
-    over the four ZA tiles with predicated tails, vector-length agnostic. A is transposed on
-    the host (one contiguous vector load per column of A). Each element of the result is the
-    fused multiply-adds of its K products in order k = 0, 1, ..., each rounded to nearest even,
-    starting from +0 (or from ``out``): exactly :func:`matmul_reference`.
+    The kernels are ``zatile_gemm[_acc]_<types>`` (:mod:`zatile.sw.kernels.gemm`): 2VL×2VL
+    blocks over the four ZA tiles with predicated tails, vector-length agnostic. The operands
+    are packed on the host (A transposed into k groups, so one column block of A is one
+    contiguous vector load).
+
+    * float32 × float32 → float32 (FMOPA): each element is the fused multiply-adds of its K
+      products in order k = 0, 1, ..., each rounded to nearest even, starting from +0 (or from
+      ``out``): exactly :func:`matmul_reference`.
+    * int8/uint8 × int8/uint8 → int32 (SMOPA, UMOPA, USMOPA, SUMOPA): exact, wrapping modulo
+      2^32 as the engine's 32-bit accumulators do.
 
     Parameters
     ----------
     a, b : numpy.ndarray
-        float32 matrices of shapes (M, K) and (K, N); any strides (they are copied).
+        Matrices of shapes (M, K) and (K, N) of a supported dtype pair; any strides.
     out : numpy.ndarray, optional
-        A C-contiguous float32 (M, N) array for the result.
+        A C-contiguous (M, N) array of the result dtype.
     accumulate : bool
         Add the product to ``out`` (which must then be given).
     backend : str
@@ -73,7 +100,7 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
     Returns
     -------
     numpy.ndarray
-        ``out`` if given, else a new (M, N) float32 array.
+        ``out`` if given, else a new (M, N) array.
 
     Raises
     ------
@@ -81,30 +108,39 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
         For operands of the wrong type, dtype or shape, naming the argument and the value.
     """
     a, b = _check_matrix("a", a), _check_matrix("b", b)
+    types = _gemm_types(a, b)
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"a's columns ({a.shape[1]}) must equal b's rows ({b.shape[0]}): "
                          f"shapes {a.shape} and {b.shape}")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    result_dtype = np.dtype(np.float32 if types == "f32" else np.int32)
     if out is not None:
-        _check_matrix("out", out)
-        if out.shape != (m, n) or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous ({m}, {n}) array, not of shape "
-                             f"{out.shape}")
+        if not isinstance(out, np.ndarray) or out.shape != (m, n) \
+                or out.dtype != result_dtype or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous ({m}, {n}) {result_dtype} array, not "
+                             f"{_describe(out)}")
     elif accumulate:
         raise ValueError("accumulate=True adds to out: give out")
-    function = "zatile_gemm_acc_f32" if accumulate else "zatile_gemm_f32"
-    at = np.ascontiguousarray(a.T).tobytes()
-    operands = [at, np.ascontiguousarray(b).tobytes()]
+    function = f"zatile_gemm{'_acc' if accumulate else ''}_{types}"
+    group = GEMM_TYPES[types].group
+    operands = [_pack(a, group, columns_of_a=True), _pack(b, group, columns_of_a=False)]
     if accumulate:
         operands.append(out.tobytes())
-    result = _RUNNERS[backend](function, (m, n, k), operands, m * n * 4, svl)
-    product = np.frombuffer(result, np.float32).reshape(m, n)
+    result = _RUNNERS[backend](function, (m, n, -(-k // group)), operands, m * n * 4, svl)
+    product = np.frombuffer(result, result_dtype).reshape(m, n)
     if out is None:
         return product.copy()
     out[...] = product
     return out
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        order = "C-contiguous" if value.flags.c_contiguous else "non-contiguous"
+        return f"a {order} {value.shape} {value.dtype} array"
+    return repr(value)
 
 
 def _layout(operands: list[bytes], result_bytes: int) -> list[int]:

@@ -1,7 +1,8 @@
 """The kernel library (sw/kernels) and the numpy operators on it (sw/ops).
 
 * The fp32 GEMM kernels give results bit-identical to :func:`zatile.sw.ops.matmul_reference`
-  on the model at every SVL, for shapes with tails on every edge, K = 1 included; the same
+  on the model at every SVL, for shapes with tails on every edge, K = 1 included; the int8
+  kernels (signed, unsigned, mixed) equal numpy's int64 product wrapped to int32; the same
   kernel bytes give the same bits under QEMU 10 and on the RTL.
 * The reference itself is checked against the exact Arm pseudocode (``sim/fpref.py``) element by
   element, and is shown to tell a fused accumulation from an unfused one.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from zatile.sim.fpref import fmla_f32
 from zatile.sw import toolchain
 from zatile.sw.abi.elf_process import run_program
 from zatile.sw.kernels import library, library_source
-from zatile.sw.kernels.gemm import gemm_f32
+from zatile.sw.kernels.gemm import GEMM_KERNELS, GemmKernel, gemm_kernel
 from zatile.sw.ops import matmul, matmul_reference
 
 SHAPES = [(1, 1, 1), (5, 3, 1), (19, 23, 7), (40, 9, 33), (16, 16, 16), (65, 2, 4)]
@@ -59,6 +61,30 @@ def test_matmul_on_the_model_is_the_reference(m, n, k, svl):
     assert np.array_equal(_bits(out), _bits(expected))
 
 
+INTEGER_PAIRS = [(np.int8, np.int8), (np.uint8, np.uint8), (np.uint8, np.int8),
+                 (np.int8, np.uint8)]
+
+
+def _integers(dtype, shape, rng) -> np.ndarray:
+    limits = np.iinfo(dtype)
+    return rng.integers(limits.min, limits.max + 1, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("svl", [128, 512])
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (19, 23, 7), (33, 17, 13), (8, 40, 64)])
+@pytest.mark.parametrize("a_type, b_type", INTEGER_PAIRS,
+                         ids=[f"{a.__name__}x{b.__name__}" for a, b in INTEGER_PAIRS])
+def test_integer_matmul_on_the_model_is_exact(a_type, b_type, m, n, k, svl):
+    _need_zig()
+    rng = np.random.default_rng(m + n + k + svl)
+    a, b = _integers(a_type, (m, k), rng), _integers(b_type, (k, n), rng)
+    exact = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
+    assert np.array_equal(matmul(a, b, svl=svl), exact)
+    out = rng.integers(-2 ** 31, 2 ** 31, (m, n)).astype(np.int32)     # wraps modulo 2^32
+    expected = (out.astype(np.int64) + exact).astype(np.int32)
+    assert np.array_equal(matmul(a, b, out=out, accumulate=True, svl=svl), expected)
+
+
 @pytest.mark.parametrize("svl", [128, 512])
 def test_matmul_under_qemu_gives_the_same_bits(svl):
     _need_zig()
@@ -69,6 +95,10 @@ def test_matmul_under_qemu_gives_the_same_bits(svl):
     out = np.ones((19, 23), np.float32)
     matmul(a, b, out=out, accumulate=True, backend="qemu", svl=svl)
     assert np.array_equal(_bits(out), _bits(matmul_reference(a, b, np.ones((19, 23)))))
+    rng = np.random.default_rng(svl)
+    for a_type, b_type in INTEGER_PAIRS:
+        a, b = _integers(a_type, (19, 13), rng), _integers(b_type, (13, 23), rng)
+        assert np.array_equal(matmul(a, b, backend="qemu", svl=svl), matmul(a, b, svl=svl))
 
 
 def test_matmul_on_the_rtl_gives_the_same_bits():
@@ -76,6 +106,11 @@ def test_matmul_on_the_rtl_gives_the_same_bits():
     a, b = _operands(19, 23, 7, seed=6)
     assert np.array_equal(_bits(matmul(a, b, backend="rtl", svl=128)),
                           _bits(matmul_reference(a, b)))
+    rng = np.random.default_rng(6)
+    a, b = _integers(np.uint8, (19, 13), rng), _integers(np.int8, (13, 23), rng)
+    out = np.full((19, 23), 7, np.int32)
+    matmul(a, b, out=out, accumulate=True, backend="rtl", svl=128)
+    assert np.array_equal(out, a.astype(np.int32) @ b.astype(np.int32) + 7)
 
 
 def test_reference_is_the_arm_fused_multiply_add_in_order():
@@ -101,14 +136,23 @@ def test_reference_tells_fused_from_unfused_accumulation():
                                                                 - 2.0 ** -47)
 
 
-def test_generated_kernel_is_readable_and_follows_the_sme_interface():
-    source = gemm_f32("zatile_gemm_f32")
-    assert source.count("fmopa") == 4 and source.count("ld1w    {z") == 4    # 1 load per MOPA
+@pytest.mark.parametrize("name", GEMM_KERNELS)
+def test_generated_kernel_is_readable_and_follows_the_sme_interface(name):
+    kernel = GEMM_KERNELS[name]
+    source = gemm_kernel(name, kernel)
+    mopa = {"f32": "fmopa", "s8": "smopa", "u8": "umopa", "u8s8": "usmopa",
+            "s8u8": "sumopa"}[kernel.types]
+    load = "ld1w" if kernel.types == "f32" else "ld1b"
+    vector_loads = re.findall(rf"{load} +{{z\d", source)
+    assert source.count(f"{mopa:<7} za") == 4 and len(vector_loads) == 4    # one load a MOPA
     for required in ("bl      __arm_tpidr2_save", "msr     tpidr2_el0, xzr", "smstart", "smstop",
-                     "stp     d8, d9", "ldp     d14, d15", "whilelt p3.s", "// a_lo"):
+                     "stp     d8, d9", "ldp     d14, d15", "whilelt p3.", "// a_lo"):
         assert required in source, required
+    assert ("ld1w    {za0h.s" in source) == kernel.accumulate            # C read only to add
     with pytest.raises(ValueError, match="C identifier"):
-        gemm_f32("bad name")
+        gemm_kernel("bad name", kernel)
+    with pytest.raises(ValueError, match="unknown GEMM types 'f64'"):
+        gemm_kernel(name, GemmKernel("f64", False))
 
 
 def _caller() -> Path:
@@ -151,7 +195,7 @@ def test_library_is_one_cached_executable():
 @pytest.mark.parametrize("arguments, keywords, error, message", [
     (([[1.0]], np.ones((1, 1), np.float32)), {}, TypeError, "a must be a numpy array"),
     ((np.ones((2, 3), np.float64), np.ones((3, 2), np.float32)), {}, TypeError,
-     "a has dtype float64"),
+     "dtypes float64 and float32; matmul supports float32 x float32, int8 x int8"),
     ((np.ones((2, 3), np.float32), np.ones((2, 2), np.float32)), {}, ValueError,
      r"a's columns \(3\) must equal b's rows \(2\)"),
     ((np.ones(3, np.float32), np.ones((3, 2), np.float32)), {}, ValueError, "a must be 2-D"),
@@ -160,7 +204,10 @@ def test_library_is_one_cached_executable():
     ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"accumulate": True},
      ValueError, "give out"),
     ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)),
-     {"out": np.ones((2, 3), np.float32)}, ValueError, r"out must be a C-contiguous \(2, 2\)"),
+     {"out": np.ones((2, 3), np.float32)}, ValueError,
+     r"out must be a C-contiguous \(2, 2\) float32 array, not a C-contiguous \(2, 3\)"),
+    ((np.ones((2, 3), np.int8), np.ones((3, 2), np.int8)), {"out": np.ones((2, 2), np.float32)},
+     ValueError, r"\(2, 2\) int32 array"),
     ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"backend": "fpga"},
      ValueError, "not 'fpga'"),
 ])

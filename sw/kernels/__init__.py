@@ -15,10 +15,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 from zatile.sw import toolchain
-from zatile.sw.kernels.gemm import GEMM_F32_FUNCTIONS, gemm_f32
+from zatile.sw.kernels.gemm import GEMM_KERNELS, gemm_kernel
 from zatile.sw.runtime import RUNTIME_SOURCES
 
-__all__ = ["HARNESS", "library", "library_source"]
+__all__ = ["HARNESS", "library", "library_source", "kernel_table_source"]
 
 #: The command-line harness linked into the library.
 HARNESS = Path(__file__).with_name("harness.c")
@@ -26,7 +26,18 @@ HARNESS = Path(__file__).with_name("harness.c")
 
 def library_source() -> str:
     """The assembly source of every kernel of the library."""
-    return "".join(gemm_f32(name, accumulate) for name, accumulate in GEMM_F32_FUNCTIONS.items())
+    return "".join(gemm_kernel(name, kernel) for name, kernel in GEMM_KERNELS.items())
+
+
+def kernel_table_source() -> str:
+    """C source of the harness's table of kernels: ``KERNELS[]`` (name, function, whether it
+    adds to C) and ``KERNEL_COUNT``."""
+    prototypes = "".join(f"void {name}(const void *, const void *, void *, uint64_t, uint64_t, "
+                         f"uint64_t);\n" for name in GEMM_KERNELS)
+    entries = "".join(f"    {{\"{name}\", {name}, {int(kernel.accumulate)}}},\n"
+                      for name, kernel in GEMM_KERNELS.items())
+    return (f'#include "harness.h"\n{prototypes}const struct kernel KERNELS[] = {{\n{entries}}};\n'
+            f"const int KERNEL_COUNT = {len(GEMM_KERNELS)};\n")
 
 
 def library() -> Path:
@@ -38,9 +49,9 @@ def library() -> Path:
     zatile.sw.toolchain.ToolchainError
         If ziglang is not installed.
     """
-    source = library_source()
-    digest = hashlib.sha256(source.encode())
-    for path in (HARNESS, *RUNTIME_SOURCES):
+    source, table = library_source(), kernel_table_source()
+    digest = hashlib.sha256((source + table).encode())
+    for path in (HARNESS, HARNESS.with_suffix(".h"), *RUNTIME_SOURCES):
         digest.update(path.read_bytes())
     digest.update(repr((toolchain.TARGET, toolchain.CPU, version("ziglang"))).encode())
     directory = toolchain.cache_directory().parent / "kernels"
@@ -48,9 +59,11 @@ def library() -> Path:
     output = directory / f"library-{digest.hexdigest()[:16]}"
     if not output.exists():
         with tempfile.TemporaryDirectory(dir=directory) as scratch:
-            assembly = Path(scratch) / "kernels.S"
+            assembly, kernels = Path(scratch) / "kernels.S", Path(scratch) / "kernels.c"
             assembly.write_text(source)
+            kernels.write_text(table)
             partial = Path(scratch) / "library"
-            toolchain.compile_program([HARNESS, assembly], partial, ["-O2"])
+            toolchain.compile_program([HARNESS, kernels, assembly], partial,
+                                      ["-O2", "-I", str(HARNESS.parent)])
             os.replace(partial, output)
     return output

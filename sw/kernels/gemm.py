@@ -1,32 +1,87 @@
 """A64 assembly for vector-length-agnostic SME GEMM kernels (the TVM / KleidiAI 2VL×2VL shape).
 
-:func:`gemm_f32` writes the kernel ``C = At^T · B`` (or ``C += ...``) for fp32 with FMOPA:
+:func:`gemm_kernel` writes one kernel ``C = A·B`` (or ``C += A·B``) with 32-bit results: fp32
+with FMOPA, or int8 → int32 with the 4-way SMOPA, UMOPA, USMOPA (unsigned A, signed B) and
+SUMOPA. :data:`GEMM_KERNELS` names every kernel of the library.
 
-* Operands: ``at`` is A transposed, K rows of M floats (so a column of A is one contiguous vector
-  load), ``b`` is K rows of N floats, ``c`` is M rows of N floats; all dense, row-major.
+* Operands are packed: a *k group* is the 1 (fp32) or 4 (int8) consecutive k values one
+  outer product consumes per element. ``a`` holds, for each k group, the M rows of A with their
+  group's values side by side (so one column block of A is one contiguous vector load); ``b``
+  holds, for each k group, the N columns of B likewise; both are zero-padded to whole groups.
+  A k group of one row is 4 bytes for every type, so the strides are the same for all.
+  ``c`` is M rows of N 32-bit elements.
 * Blocking: 2VL×2VL blocks of C over the four ``.S`` tiles (VL = 32-bit elements per vector):
-  per k step four predicated vector loads (a_lo, a_hi, b_lo, b_hi) feed four outer products into
-  ZA0-ZA3 (one load per outer product). Tails are WHILELT predicates on every edge, so any M, N,
-  K ≥ 1 works and the caller's arrays are never padded; K = 0 stores zeros (or leaves C).
+  per k group four predicated vector loads (a_lo, a_hi, b_lo, b_hi) feed four outer products
+  into ZA0-ZA3 (one load per outer product). Tails are WHILELT predicates on every edge, so any
+  M, N, K ≥ 1 works; K = 0 stores zeros (or leaves C).
 * Read-out: one predicated horizontal-slice store per row of each tile, only for rows below M.
 * Interface (AAPCS64, docs/abi.md and the SME lazy-save scheme): a *non-streaming, private-ZA*
   function, locally streaming with new ZA — callable from any C code. Prologue: save D8-D15 (the
   callee-saved low halves of V8-V15, which SMSTART zeroes); commit a caller's lazy ZA save
   (``mrs tpidr2_el0; cbz; bl __arm_tpidr2_save; msr tpidr2_el0, xzr``); ``smstart`` (SM and
   ZA). Epilogue: ``smstop`` (ZA off, so the caller's ZA stays dormant or off as the scheme
-  wants), restore D8-D15. The body uses only caller-saved registers (X6-X16, Z0-Z3, P0-P3);
+  wants), restore D8-D15. The body uses only caller-saved registers (X6-X17, Z0-Z3, P0-P5);
   X0-X5 survive ``__arm_tpidr2_save`` by its contract.
 
-The C prototype: ``void zatile_gemm_f32(const float *at, const float *b, float *c, uint64_t m,
-uint64_t n, uint64_t k)`` (and ``zatile_gemm_acc_f32`` for ``C += At^T · B``).
+The C prototype of every kernel: ``void NAME(const void *a, const void *b, void *c, uint64_t m,
+uint64_t n, uint64_t k_groups)``.
 """
 
 from __future__ import annotations
 
-__all__ = ["GEMM_F32_FUNCTIONS", "gemm_f32"]
+from dataclasses import dataclass
 
-#: The generated functions and whether each accumulates into C.
-GEMM_F32_FUNCTIONS = {"zatile_gemm_f32": False, "zatile_gemm_acc_f32": True}
+__all__ = ["GemmType", "GEMM_TYPES", "GemmKernel", "GEMM_KERNELS", "gemm_kernel"]
+
+
+@dataclass(frozen=True)
+class GemmType:
+    """How one operand type pair becomes instructions.
+
+    Attributes
+    ----------
+    a, b : str
+        The numpy dtypes of A and B.
+    group : int
+        k values per outer product (the packing's k group).
+    load : str
+        The contiguous load (``ld1w``, ``ld1b``) and ``suffix`` its element suffix.
+    shift : int
+        log2 of the load's element size (its scalar-index shift).
+    mopa : str
+        The outer product.
+    """
+
+    a: str
+    b: str
+    group: int
+    load: str
+    suffix: str
+    shift: int
+    mopa: str
+
+
+#: The type pairs, by the name the kernels carry.
+GEMM_TYPES = {
+    "f32": GemmType("float32", "float32", 1, "ld1w", "s", 2, "fmopa"),
+    "s8": GemmType("int8", "int8", 4, "ld1b", "b", 0, "smopa"),
+    "u8": GemmType("uint8", "uint8", 4, "ld1b", "b", 0, "umopa"),
+    "u8s8": GemmType("uint8", "int8", 4, "ld1b", "b", 0, "usmopa"),
+    "s8u8": GemmType("int8", "uint8", 4, "ld1b", "b", 0, "sumopa"),
+}
+
+
+@dataclass(frozen=True)
+class GemmKernel:
+    """One kernel of the library: its type pair and whether it adds to C."""
+
+    types: str
+    accumulate: bool
+
+
+#: Every GEMM kernel of the library, by function name.
+GEMM_KERNELS = {f"zatile_gemm{'_acc' if accumulate else ''}_{types}": GemmKernel(types, accumulate)
+                for types in GEMM_TYPES for accumulate in (False, True)}
 
 
 def _block_rows(name: str, label: str, top: bool, load: bool) -> list[str]:
@@ -37,7 +92,7 @@ def _block_rows(name: str, label: str, top: bool, load: bool) -> list[str]:
     """
     left, right = ("za0h", "za1h") if top else ("za2h", "za3h")
     op = "ld1w" if load else "st1w"
-    governing = ("p2/z", "p3/z") if load else ("p2", "p3")
+    governing = ("p4/z", "p5/z") if load else ("p4", "p5")
     return [
         "        mov     w12, #0",
         f".L{name}_{label}:",
@@ -68,21 +123,49 @@ def _c_rows(name: str, label: str, load: bool) -> list[str]:
     ]
 
 
-def gemm_f32(name: str = "zatile_gemm_f32", accumulate: bool = False) -> str:
-    """The assembly source of one fp32 GEMM function (see the module docstring).
+def gemm_kernel(name: str, kernel: GemmKernel) -> str:
+    """The assembly source of one GEMM function (see the module docstring).
 
     Raises
     ------
     ValueError
-        If ``name`` is not a plain C identifier.
+        If ``name`` is not a plain C identifier or the type pair is unknown.
     """
     if not name.isidentifier() or not name.isascii():
         raise ValueError(f"a kernel name must be a C identifier, not {name!r}")
+    if kernel.types not in GEMM_TYPES:
+        raise ValueError(f"unknown GEMM types {kernel.types!r}; known: {', '.join(GEMM_TYPES)}")
+    kind, accumulate = GEMM_TYPES[kernel.types], kernel.accumulate
+    load, t, group = kind.load, kind.suffix, kind.group
+    index = f"x17, lsl #{kind.shift}" if kind.shift else "x17"
+    count = ("cntb", "cnth", "cntw", "cntd")[kind.shift]
     start_block = (_c_rows(name, "load", load=True) if accumulate
                    else ["        // C is not read: the block starts from zero"])
+    if group == 1:
+        predicates = [
+            f"        whilelt p0.{t}, x8, x3              // rows of the top half",
+            f"        whilelt p1.{t}, x9, x3              // rows of the bottom half"]
+        column_predicates = [
+            f"        whilelt p2.{t}, x10, x4             // columns of the left half",
+            f"        whilelt p3.{t}, x11, x4             // columns of the right half"]
+    else:
+        shift = group.bit_length() - 1
+        predicates = [
+            f"        lsl     x15, x8, #{shift}                // in {t} elements: {group} per row",
+            f"        lsl     x16, x3, #{shift}",
+            f"        whilelt p0.{t}, x15, x16            // rows of the top half",
+            f"        add     x15, x15, x17",
+            f"        whilelt p1.{t}, x15, x16            // rows of the bottom half"]
+        column_predicates = [
+            f"        lsl     x15, x10, #{shift}",
+            f"        lsl     x16, x4, #{shift}",
+            f"        whilelt p2.{t}, x15, x16            // columns of the left half",
+            f"        add     x15, x15, x17",
+            f"        whilelt p3.{t}, x15, x16            // columns of the right half"]
+    operation = "+=" if accumulate else "="
     lines = [
-        f"// {name}(at, b, c, m, n, k): C {'+' if accumulate else ''}= At^T * B in fp32, "
-        "2VL x 2VL blocks on ZA0-ZA3.",
+        f"// {name}(a, b, c, m, n, k_groups): C {operation} A * B, {kind.a} x {kind.b} "
+        f"-> 32 bits, {kind.mopa} on 2VL x 2VL blocks of ZA0-ZA3.",
         "// Generated by zatile.sw.kernels.gemm; see its docstring for the interface.",
         "        .text",
         f"        .globl  {name}",
@@ -104,37 +187,38 @@ def gemm_f32(name: str = "zatile_gemm_f32", accumulate: bool = False) -> str:
         "        smstart                           // PSTATE.SM = PSTATE.ZA = 1",
         "        cntw    x6                        // VL: 32-bit elements per vector",
         "        lsl     x7, x6, #1                // 2VL: the block edge",
+        f"        {count}    x17                       // {load} elements per vector",
         "        mov     x8, #0                    // i0: first row of the block",
         f".L{name}_rows:",
         "        cmp     x8, x3",
         f"        b.hs    .L{name}_done",
         "        add     x9, x8, x6                // i0 + VL",
-        "        whilelt p0.s, x8, x3              // rows of the top half",
-        "        whilelt p1.s, x9, x3              // rows of the bottom half",
+        *predicates,
         "        mov     x10, #0                   // j0: first column of the block",
         f".L{name}_columns:",
         "        cmp     x10, x4",
         f"        b.hs    .L{name}_next_rows",
         "        add     x11, x10, x6              // j0 + VL",
-        "        whilelt p2.s, x10, x4             // columns of the left half",
-        "        whilelt p3.s, x11, x4             // columns of the right half",
+        *column_predicates,
+        "        whilelt p4.s, x10, x4             // C columns of the left half",
+        "        whilelt p5.s, x11, x4             // C columns of the right half",
         "        zero    {za}",
         *start_block,
-        "        add     x13, x0, x8, lsl #2       // &At[0][i0]",
-        "        add     x14, x1, x10, lsl #2      // &B[0][j0]",
-        "        mov     x12, x5                   // k steps left",
+        "        add     x13, x0, x8, lsl #2       // the block's first k group of A",
+        "        add     x14, x1, x10, lsl #2      // the block's first k group of B",
+        "        mov     x12, x5                   // k groups left",
         f"        cbz     x12, .L{name}_store",
         f".L{name}_k:",
-        "        ld1w    {z0.s}, p0/z, [x13]                // a_lo",
-        "        ld1w    {z1.s}, p1/z, [x13, x6, lsl #2]    // a_hi",
-        "        ld1w    {z2.s}, p2/z, [x14]                // b_lo",
-        "        ld1w    {z3.s}, p3/z, [x14, x6, lsl #2]    // b_hi",
-        "        fmopa   za0.s, p0/m, p2/m, z0.s, z2.s",
-        "        fmopa   za1.s, p0/m, p3/m, z0.s, z3.s",
-        "        fmopa   za2.s, p1/m, p2/m, z1.s, z2.s",
-        "        fmopa   za3.s, p1/m, p3/m, z1.s, z3.s",
-        "        add     x13, x13, x3, lsl #2      // next k row of At",
-        "        add     x14, x14, x4, lsl #2      // next k row of B",
+        f"        {load}    {{z0.{t}}}, p0/z, [x13]                // a_lo",
+        f"        {load}    {{z1.{t}}}, p1/z, [x13, {index}]    // a_hi",
+        f"        {load}    {{z2.{t}}}, p2/z, [x14]                // b_lo",
+        f"        {load}    {{z3.{t}}}, p3/z, [x14, {index}]    // b_hi",
+        f"        {kind.mopa:<7} za0.s, p0/m, p2/m, z0.{t}, z2.{t}",
+        f"        {kind.mopa:<7} za1.s, p0/m, p3/m, z0.{t}, z3.{t}",
+        f"        {kind.mopa:<7} za2.s, p1/m, p2/m, z1.{t}, z2.{t}",
+        f"        {kind.mopa:<7} za3.s, p1/m, p3/m, z1.{t}, z3.{t}",
+        "        add     x13, x13, x3, lsl #2      // next k group of A (4 bytes per row)",
+        "        add     x14, x14, x4, lsl #2      // next k group of B",
         "        subs    x12, x12, #1",
         f"        b.ne    .L{name}_k",
         f".L{name}_store:",

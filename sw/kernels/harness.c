@@ -1,16 +1,13 @@
 // The kernel library's command-line harness, for backends that run whole programs (QEMU):
-//   harness FUNCTION M N K INPUT OUTPUT
-// reads At (K x M floats), B (K x N) and, for an accumulating kernel, C (M x N) from INPUT,
-// calls FUNCTION and writes C to OUTPUT. Exit status 2 on bad arguments or I/O errors.
-#include <stdint.h>
+//   harness FUNCTION M N K_GROUPS INPUT OUTPUT
+// reads the packed A (K_GROUPS x M x 4 bytes), the packed B (K_GROUPS x N x 4 bytes) and, for
+// an accumulating kernel, C (M x N x 4 bytes) from INPUT, calls FUNCTION and writes C to
+// OUTPUT. Exit status 2 on bad arguments or I/O errors.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void zatile_gemm_f32(const float *at, const float *b, float *c, uint64_t m, uint64_t n,
-                     uint64_t k);
-void zatile_gemm_acc_f32(const float *at, const float *b, float *c, uint64_t m, uint64_t n,
-                         uint64_t k);
+#include "harness.h"
 
 static int transfer(const char *path, const char *mode, void *data, size_t bytes) {
     FILE *file = fopen(path, mode);
@@ -22,26 +19,27 @@ static int transfer(const char *path, const char *mode, void *data, size_t bytes
 
 int main(int argc, char **argv) {
     if (argc != 7) {
-        fprintf(stderr, "usage: %s FUNCTION M N K INPUT OUTPUT\n", argv[0]);
+        fprintf(stderr, "usage: %s FUNCTION M N K_GROUPS INPUT OUTPUT\n", argv[0]);
         return 2;
     }
-    int accumulate = !strcmp(argv[1], "zatile_gemm_acc_f32");
-    if (!accumulate && strcmp(argv[1], "zatile_gemm_f32")) {
+    const struct kernel *kernel = 0;
+    for (int index = 0; index < KERNEL_COUNT; index++)
+        if (!strcmp(argv[1], KERNELS[index].name))
+            kernel = &KERNELS[index];
+    if (!kernel) {
         fprintf(stderr, "unknown function %s\n", argv[1]);
         return 2;
     }
-    uint64_t m = strtoull(argv[2], 0, 0), n = strtoull(argv[3], 0, 0), k = strtoull(argv[4], 0, 0);
-    size_t a_bytes = k * m * 4, b_bytes = k * n * 4, c_bytes = m * n * 4;
+    uint64_t m = strtoull(argv[2], 0, 0), n = strtoull(argv[3], 0, 0);
+    uint64_t groups = strtoull(argv[4], 0, 0);
+    size_t a_bytes = groups * m * 4, b_bytes = groups * n * 4, c_bytes = m * n * 4;
     char *input = malloc(a_bytes + b_bytes + c_bytes + 1);
-    float *c = malloc(c_bytes + 4);
+    char *c = malloc(c_bytes + 4);
     if (!input || !c ||
-        !transfer(argv[5], "rb", input, a_bytes + b_bytes + (accumulate ? c_bytes : 0)))
+        !transfer(argv[5], "rb", input, a_bytes + b_bytes + (kernel->accumulate ? c_bytes : 0)))
         return 2;
-    if (accumulate) {
+    if (kernel->accumulate)
         memcpy(c, input + a_bytes + b_bytes, c_bytes);
-        zatile_gemm_acc_f32((float *)input, (float *)(input + a_bytes), c, m, n, k);
-    } else {
-        zatile_gemm_f32((float *)input, (float *)(input + a_bytes), c, m, n, k);
-    }
+    kernel->function(input, input + a_bytes, c, m, n, groups);
     return transfer(argv[6], "wb", c, c_bytes) ? 0 : 2;
 }

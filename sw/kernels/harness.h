@@ -1,0 +1,14 @@
+// The kernel table the library's harness dispatches on (generated: zatile.sw.kernels).
+#include <stdint.h>
+
+typedef void (*gemm_function)(const void *a, const void *b, void *c, uint64_t m, uint64_t n,
+                              uint64_t k_groups);
+
+struct kernel {
+    const char *name;
+    gemm_function function;
+    int accumulate;
+};
+
+extern const struct kernel KERNELS[];
+extern const int KERNEL_COUNT;
