@@ -154,13 +154,13 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
             f"        lsl     x15, x8, #{shift}                // in {t} elements: {group} per row",
             f"        lsl     x16, x3, #{shift}",
             f"        whilelt p0.{t}, x15, x16            // rows of the top half",
-            f"        add     x15, x15, x17",
+            "        add     x15, x15, x17",
             f"        whilelt p1.{t}, x15, x16            // rows of the bottom half"]
         column_predicates = [
             f"        lsl     x15, x10, #{shift}",
             f"        lsl     x16, x4, #{shift}",
             f"        whilelt p2.{t}, x15, x16            // columns of the left half",
-            f"        add     x15, x15, x17",
+            "        add     x15, x15, x17",
             f"        whilelt p3.{t}, x15, x16            // columns of the right half"]
     operation = "+=" if accumulate else "="
     lines = [
