@@ -11,6 +11,9 @@ the extras that take minutes: cold builds, synthesis).
   figures derived from the engine's performance counters (outer products per busy cycle, slices
   per memory beat, cycles per slice) and the simulator's speed. Cycle figures are deterministic;
   seconds depend on the machine.
+* GEMM (:func:`bench_gemm`): one call of the kernel library's GEMM (:mod:`zatile.sw.kernels`)
+  through :func:`zatile.sw.ops.matmul`; on the RTL, the engine's utilization: the outer
+  products a perfect engine needs (one per cycle) divided by the engine's busy cycles.
 """
 
 from __future__ import annotations
@@ -28,7 +31,11 @@ from zatile.sw.arch.asm import assemble
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.engine import Status
 
-__all__ = ["MODEL_WORKLOADS", "bench_model", "bench_rtl", "rtl_workloads"]
+__all__ = ["MODEL_WORKLOADS", "GEMM_DTYPES", "bench_model", "bench_rtl", "rtl_workloads",
+           "bench_gemm"]
+
+#: ``zatile bench gemm --dtype``: the operand dtypes of each choice.
+GEMM_DTYPES = {"fp32": (np.float32, np.float32), "int8": (np.int8, np.int8)}
 
 #: Where the model workloads' data lives.
 _DATA = 0x10_0000
@@ -163,3 +170,50 @@ def bench_rtl(config: EngineConfig, workloads, simulator: str = "verilator") -> 
                   test_dir=Path(directory), log_file=Path(directory) / "sim.log")
         results = json.loads(output.read_text())
     return {name: {**raw, **_derived(name, raw)} for name, raw in results.items()}
+
+
+def bench_gemm(dtype: str, m: int, n: int, k: int, svl: int, backend: str = "rtl") -> dict:
+    """One ``m×k @ k×n`` GEMM of random ``dtype`` operands on ``backend`` at ``svl``.
+
+    Returns
+    -------
+    dict
+        ``dtype``, ``m``, ``n``, ``k``, ``svl``, ``backend``, ``seconds`` (wall), ``mopas`` (the
+        outer products a perfect engine needs: one per VL×VL tile of C per k group), the
+        counters of :func:`zatile.sw.ops.matmul`, and on the RTL ``utilization`` (``mopas`` /
+        busy cycles), ``loads_per_outer_product`` (memory instructions per outer product issued)
+        and ``bytes_moved`` (memory instructions × SVL bytes); ``utilization`` is None on the
+        model, which has no cycles.
+
+    Raises
+    ------
+    ValueError
+        For an unknown dtype.
+    """
+    from zatile.sw.ops import matmul  # local: keeps `zatile --help` fast
+
+    if dtype not in GEMM_DTYPES:
+        raise ValueError(f"unknown GEMM dtype {dtype!r}; choose from {', '.join(GEMM_DTYPES)}")
+    a_type, b_type = GEMM_DTYPES[dtype]
+    rng = np.random.default_rng(0)
+
+    def operand(kind, shape):
+        if np.dtype(kind).kind == "f":
+            return rng.standard_normal(shape).astype(kind)
+        return rng.integers(np.iinfo(kind).min, np.iinfo(kind).max + 1, shape).astype(kind)
+
+    a, b = operand(a_type, (m, k)), operand(b_type, (k, n))
+    stats: dict = {}
+    started = time.perf_counter()
+    matmul(a, b, backend=backend, svl=svl, stats=stats)
+    seconds = time.perf_counter() - started
+    vl, group = svl // 32, 4 if np.dtype(a_type).itemsize == 1 else 1
+    mopas = -(-m // vl) * -(-n // vl) * -(-k // group)
+    figures = {"dtype": dtype, "m": m, "n": n, "k": k, "svl": svl, "backend": backend,
+               "seconds": seconds, "mopas": mopas, **stats, "utilization": None}
+    if "busy_cycles" in stats:
+        figures.update(utilization=mopas / stats["busy_cycles"],
+                       loads_per_outer_product=stats["memory_instructions"]
+                       / stats["outer_products"],
+                       bytes_moved=stats["memory_instructions"] * svl // 8)
+    return figures

@@ -70,7 +70,8 @@ def _pack(matrix: np.ndarray, group: int, columns_of_a: bool) -> bytes:
 
 
 def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
-           accumulate: bool = False, backend: str = "model", svl: int = 512) -> np.ndarray:
+           accumulate: bool = False, backend: str = "model", svl: int = 512,
+           stats: dict | None = None) -> np.ndarray:
     """``A @ B`` (or ``out += A @ B``) on the engine.
 
     The kernels are ``zatile_gemm[_acc]_<types>`` (:mod:`zatile.sw.kernels.gemm`): 2VL×2VL
@@ -96,6 +97,11 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
         ``model``, ``rtl`` or ``qemu``.
     svl : int
         The engine's streaming vector length in bits.
+    stats : dict, optional
+        Filled with the run's counters: ``engine_instructions`` and
+        ``engine_instructions_by_class`` (model and RTL), and on the RTL ``cycles``,
+        ``busy_cycles``, ``outer_products``, ``memory_instructions`` (vector and slice loads
+        and stores, ``svl / 8`` bytes each) and ``macs`` from the engine's performance counters.
 
     Returns
     -------
@@ -128,7 +134,10 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
     operands = [_pack(a, group, columns_of_a=True), _pack(b, group, columns_of_a=False)]
     if accumulate:
         operands.append(out.tobytes())
-    result = _RUNNERS[backend](function, (m, n, -(-k // group)), operands, m * n * 4, svl)
+    result, counters = _RUNNERS[backend](function, (m, n, -(-k // group)), operands, m * n * 4,
+                                         svl)
+    if stats is not None:
+        stats.update(counters)
     product = np.frombuffer(result, result_dtype).reshape(m, n)
     if out is None:
         return product.copy()
@@ -164,17 +173,22 @@ def _run_model(function: str, sizes, operands: list[bytes], result_bytes: int,
         cpu.write_memory(address, data)
     c_address = addresses[2] if len(operands) == 3 else addresses[-1]
     process.call(function, addresses[0], addresses[1], c_address, *sizes, result=None)
-    return cpu.read_memory(c_address, result_bytes)
+    return cpu.read_memory(c_address, result_bytes), {
+        "engine_instructions": cpu.stats.engine_instructions,
+        "engine_instructions_by_class": dict(cpu.stats.engine_by_class)}
 
 
 def _run_rtl(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int) -> bytes:
     addresses = _layout(operands, result_bytes)
     inputs = list(zip(addresses, [*operands, bytes(result_bytes)]))
     c_address = addresses[2] if len(operands) == 3 else addresses[-1]
-    (result,), _ = call_rtl(library(), function,
-                            [addresses[0], addresses[1], c_address, *sizes], inputs=inputs,
-                            outputs=[(c_address, result_bytes)], svl=svl)
-    return result
+    (result,), figures = call_rtl(library(), function,
+                                  [addresses[0], addresses[1], c_address, *sizes],
+                                  inputs=inputs, outputs=[(c_address, result_bytes)], svl=svl)
+    perf = figures["engine_perf"]
+    return result, {**figures["host"], "cycles": perf["cycles"],
+                    "busy_cycles": perf["busy_cycles"], "outer_products": perf["retired_mopa"],
+                    "memory_instructions": perf["retired_ldst"], "macs": perf["macs"]}
 
 
 def _run_qemu(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int) -> bytes:
@@ -187,7 +201,7 @@ def _run_qemu(function: str, sizes, operands: list[bytes], result_bytes: int, sv
         if completed.returncode:
             raise RuntimeError(f"the kernel harness failed under QEMU (status "
                                f"{completed.returncode}): {completed.stderr.decode().strip()}")
-        return output.read_bytes()
+        return output.read_bytes(), {}
 
 
 _RUNNERS = {"model": _run_model, "rtl": _run_rtl, "qemu": _run_qemu}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import re
 import struct
@@ -28,6 +29,7 @@ from tests.test_real_programs import PROGRAMS, _need_zig, run_oracle
 from zatile.sim.fpref import fmla_f32
 from zatile.sw import toolchain
 from zatile.sw.abi.elf_process import run_program
+from zatile.sw.cli import main
 from zatile.sw.kernels import library, library_source
 from zatile.sw.kernels.gemm import GEMM_KERNELS, GemmKernel, gemm_kernel
 from zatile.sw.ops import matmul, matmul_reference
@@ -214,3 +216,45 @@ def test_library_is_one_cached_executable():
 def test_matmul_rejects_bad_operands(arguments, keywords, error, message):
     with pytest.raises(error, match=message):
         matmul(*arguments, **keywords)
+
+
+def test_bench_gemm_prints_counts_and_json(capsys):
+    _need_zig()
+    assert main(["bench", "gemm", "--svl", "128,512", "--size", "19", "23", "7", "--dtype",
+                 "fp32,int8"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("gemm fp32 19x23x7 on the model at SVL 128: 210 outer products "
+                               "needed") and len(lines) == 4          # 5 x 6 tiles x 7
+    assert main(["bench", "gemm", "--svl", "128", "--size", "19", "23", "7", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (figures["dtype"], figures["m"], figures["mopas"], figures["utilization"]) \
+        == ("fp32", 19, 210, None)
+
+
+def test_bench_gemm_utilization_on_the_rtl(tmp_path, capsys):
+    _need_zig()
+    plot = tmp_path / "utilization.png"
+    assert main(["bench", "gemm", "--backend", "rtl", "--svl", "128", "--size", "8", "8", "8",
+                 "--json", "--plot", str(plot)]) == 0
+    figures = json.loads(capsys.readouterr().out.splitlines()[-1])
+    # Deterministic cycles: 2 x 2 tiles x 8 k steps needed; the kernel issues 4 per 2VL block.
+    assert (figures["mopas"], figures["outer_products"]) == (32, 32)
+    assert figures["utilization"] == 32 / figures["busy_cycles"] and 0 < figures["utilization"] < 1
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["bench", "gemm", "--dtype", "bf16"], "expected dtypes from fp32, int8, not 'bf16'"),
+    (["bench", "--size", "1", "2", "3"], "belong to 'zatile bench gemm'"),
+    (["bench", "gemm", "--workloads", "mopa"], "does not apply"),
+    (["bench", "gemm", "--svl", "128", "--size", "2", "2", "2", "--plot", "x.png"],
+     "needs utilization figures"),
+])
+def test_bench_gemm_errors(arguments, message, capsys):
+    try:
+        status = main(arguments)
+    except SystemExit as exit_:                    # argparse's own errors
+        status = exit_.code
+    assert status == 2
+    error = capsys.readouterr().err
+    assert error.startswith("zatile: error:") and message in error and error.count("\n") == 1

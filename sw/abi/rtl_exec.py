@@ -93,7 +93,9 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
     Returns
     -------
     (list of bytes, dict)
-        The outputs, and ``{"engine_cycles": ..., "engine_perf": {...}}``.
+        The outputs, and ``{"engine_cycles": ..., "engine_perf": {...}, "host": {...}}`` (the
+        simulated cycles, the engine's performance counters, and the host CPU's
+        ``engine_instructions`` and ``engine_instructions_by_class``).
 
     Raises
     ------

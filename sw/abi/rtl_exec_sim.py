@@ -42,10 +42,11 @@ async def exec_program(dut) -> None:
         return RtlEngine(bench)
 
     if "call" in request:
-        await bridge(_call)(directory, request, config.max_svl, engine_class)
+        host = await bridge(_call)(directory, request, config.max_svl, engine_class)
         await bench.wait_idle()
         (directory / "perf.json").write_text(json.dumps({
-            "engine_cycles": int(get_sim_time("ns") / CLOCK_NS), "engine_perf": bench.perf()}))
+            "engine_cycles": int(get_sim_time("ns") / CLOCK_NS), "engine_perf": bench.perf(),
+            "host": host}))
         return
     with open(directory / "stdout", "wb") as stdout, open(directory / "stderr", "wb") as stderr:
         result = await bridge(run_program)(
@@ -58,9 +59,10 @@ async def exec_program(dut) -> None:
     (directory / "result.json").write_text(json.dumps(result.to_json_dict()))
 
 
-def _call(directory: Path, request: dict, svl: int, engine_class) -> None:
+def _call(directory: Path, request: dict, svl: int, engine_class) -> dict:
     """Load the program without running it, map and fill the buffers, call one function, and
-    save the buffers to read back (:func:`zatile.sw.abi.rtl_exec.call_rtl`)."""
+    save the buffers to read back (:func:`zatile.sw.abi.rtl_exec.call_rtl`); returns the host
+    CPU's engine-instruction counts."""
     call = request["call"]
     process = ElfProcess(load_elf_image(request["program"]), request["argv"], svl=svl,
                          engine_class=engine_class, stdout=io.BytesIO(), stderr=io.BytesIO())
@@ -72,3 +74,5 @@ def _call(directory: Path, request: dict, svl: int, engine_class) -> None:
     process.call(call["function"], *call["arguments"], result=None)
     for address, length, name in call["outputs"]:
         (directory / name).write_bytes(cpu.read_memory(address, length))
+    return {"engine_instructions": cpu.stats.engine_instructions,
+            "engine_instructions_by_class": dict(cpu.stats.engine_by_class)}
