@@ -14,7 +14,9 @@ Architectural coupling with the engine (docs/isa.md, "PSTATE and SVCR"):
   (:func:`~zatile.sw.arch.isa.write_result`); NZCV from WHILELT/PTRUES and friends becomes the
   CPU's NZCV; the FPSR exception bits an engine instruction raised are ORed into the CPU's
   FPSR, which the CPU owns.
-* **FPCR** written by ``MSR FPCR`` reaches the engine before its next instruction.
+* **FPCR** written by ``MSR FPCR`` reaches the engine before its next instruction. This CPU
+  keeps the value (:attr:`HostCpu.fpcr`) and answers ``MRS FPCR`` with it, because the A72
+  drops FZ16, which an SME CPU implements.
 * **V = low 128 bits of Z.** At PSTATE.SM=0 the V registers are the CPU's (the engine has no
   non-streaming SVE, so it cannot see Z). At SM=1 Z is the engine's; the CPU may still run the
   SIMD&FP instructions that are legal in streaming mode (scalar FP, FP loads/stores, FMOV).
@@ -31,11 +33,11 @@ Architectural coupling with the engine (docs/isa.md, "PSTATE and SVCR"):
   removed on SM 1→0, with Unicorn's translation cache flushed each time so that translated
   blocks pick it up or drop it. Cost: nothing at SM=0; at SM=1 one Python call per host
   instruction (about 1-2 µs) plus a retranslation of the hot code after each mode change.
-* **FEAT_BF16** comes with FEAT_SME, and Unicorn's A72 lacks it: the scalar ``BFCVT Hd, Sn``
-  (what clang emits for a ``float`` to ``__bf16`` conversion) is performed by this CPU with the
-  exact FP reference (:meth:`zatile.sim.fpref.FPArith.convert_bf16`: FPCR rounding, FZ, DN,
-  FPSR flags). The Advanced SIMD BF16 instructions (BFCVTN, BFDOT, BFMLAL, BFMMLA) are not, and
-  raise SIGILL.
+* **FEAT_FP16 and FEAT_BF16** come with FEAT_SME, and Unicorn's A72 lacks them: their scalar
+  instructions (``fmov h0, #-2.5``, ``fadd h0, h1, h2``, ``bfcvt h0, s0``: what clang emits for
+  ``_Float16`` and ``__bf16`` code) are performed by this CPU with the exact FP reference
+  (:mod:`zatile.sim.host_fp`: FPCR rounding, FZ16/FZ, DN, FPSR flags). Their Advanced SIMD
+  instructions are not, and raise SIGILL.
 * **System registers**: TPIDR2_EL0 is a register of this CPU; ``MRS`` of ID_AA64PFR0/PFR1/
   ZFR0/SMFR0 answers what Linux shows on an SME-only CPU (SVE absent, SME present, SMFR0 from
   the engine); other EL1 registers are undefined at EL0 (Unicorn itself runs at EL1).
@@ -60,7 +62,7 @@ from unicorn import (UC_ARCH_ARM64, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INSN, U
                      Uc, UcError)
 from unicorn import arm64_const as a64
 
-from zatile.sim.fpref import FPArith
+from zatile.sim.host_fp import host_instruction
 from zatile.sim.state import Memory, MemoryFault
 from zatile.sw.arch.asm import assemble_line
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, MASK64, SVCR_SM, SVCR_ZA
@@ -89,8 +91,8 @@ _ID_AA64ZFR0 = 0
 _X_REGISTERS = tuple([a64.UC_ARM64_REG_X0 + n for n in range(29)]
                      + [a64.UC_ARM64_REG_X29, a64.UC_ARM64_REG_X30])
 _V_REGISTERS = tuple(a64.UC_ARM64_REG_V0 + n for n in range(32))
-#: ``BFCVT Hd, Sn`` (FEAT_BF16 scalar) with Rn and Rd zero, and the mask of its fixed bits.
-_BFCVT, _BFCVT_MASK = 0x1E63_4000, 0xFFFF_FC00
+#: The FPCR bits of an SME CPU without FEAT_AFP or FP trapping: AHP, DN, FZ, RMode, FZ16.
+_FPCR_IMPLEMENTED = 0x07C8_0000
 
 _STR_Z = tuple(assemble_line(f"str z{n}, [x0]") for n in range(32))
 _LDR_Z = tuple(assemble_line(f"ldr z{n}, [x0]") for n in range(32))
@@ -293,6 +295,47 @@ class _Registers:
         self._uc.reg_write(a64.UC_ARM64_REG_SP, value & MASK64)
 
 
+class _FpRegisters:
+    """:class:`zatile.sim.host_fp.FpRegisters` on a :class:`HostCpu`'s registers (in streaming
+    mode the code hook has already brought V up to date and marked the written ones)."""
+
+    def __init__(self, cpu: "HostCpu"):
+        self._cpu = cpu
+        self._uc = cpu.uc
+
+    def v(self, number: int) -> int:
+        return self._uc.reg_read(_V_REGISTERS[number])
+
+    def set_v(self, number: int, value: int) -> None:
+        self._uc.reg_write(_V_REGISTERS[number], value)
+
+    def x(self, number: int) -> int:
+        return self._uc.reg_read(_X_REGISTERS[number])
+
+    def set_x(self, number: int, value: int) -> None:
+        self._uc.reg_write(_X_REGISTERS[number], value & MASK64)
+
+    @property
+    def fpcr(self) -> int:
+        return self._cpu.fpcr
+
+    @property
+    def fpsr(self) -> int:
+        return self._uc.reg_read(a64.UC_ARM64_REG_FPSR)
+
+    @fpsr.setter
+    def fpsr(self, value: int) -> None:
+        self._uc.reg_write(a64.UC_ARM64_REG_FPSR, value)
+
+    @property
+    def nzcv(self) -> int:
+        return self._uc.reg_read(a64.UC_ARM64_REG_NZCV) >> 28 & 0xF
+
+    @nzcv.setter
+    def nzcv(self, value: int) -> None:
+        self._uc.reg_write(a64.UC_ARM64_REG_NZCV, value << 28)
+
+
 @dataclass
 class HostCpuStats:
     """Counters of one CPU: engine instructions by PSTATE class (``Requires``), V transfers, and
@@ -335,10 +378,13 @@ class HostCpu:
         self.engine = engine_factory(self.memory)
         self.syscall = syscall
         self.registers = _Registers(self.uc)
+        self._fp_registers = _FpRegisters(self)
         self.stats = HostCpuStats()
         #: TPIDR2_EL0: a register of this CPU (Unicorn's A72 has none).
         self.tpidr2 = 0
         self._stop: Stop | None = None
+        #: FPCR as the program sees it (Unicorn's copy lacks FZ16).
+        self.fpcr = 0
         self._fpcr_sent: int | None = None
         self._v_stale = False          # the engine's Z holds newer low bits than the CPU's V
         self._v_dirty: set[int] = set()    # V registers the CPU wrote at SM=1 since the last push
@@ -520,8 +566,10 @@ class HostCpu:
             elif intno == 1:
                 pc = self.pc
                 (word,) = struct.unpack("<I", uc.mem_read(pc, 4))
-                if word & _BFCVT_MASK == _BFCVT:
-                    self._bfcvt(pc, word)
+                performed = host_instruction(word)
+                if performed is not None:
+                    performed(self._fp_registers)
+                    self.pc = pc + 4
                 else:
                     self._engine_instruction(pc, word)
             elif intno == 7:
@@ -531,18 +579,6 @@ class HostCpu:
         except Exception:
             self.uc.emu_stop()
             raise
-
-    def _bfcvt(self, pc: int, word: int) -> None:
-        """``BFCVT Hd, Sn`` (FEAT_BF16, which Unicorn's A72 lacks): Hd = Sn rounded to BFloat16
-        under FPCR, the rest of Vd zero, the exceptions ORed into FPSR. In streaming mode the
-        code hook has already read V from the engine and marked Vd written."""
-        uc = self.uc
-        arith = FPArith(uc.reg_read(a64.UC_ARM64_REG_FPCR))
-        single = uc.reg_read(_V_REGISTERS[word >> 5 & 0x1F]) & 0xFFFF_FFFF
-        uc.reg_write(_V_REGISTERS[word & 0x1F], arith.convert_bf16(single))
-        if arith.flags:
-            uc.reg_write(a64.UC_ARM64_REG_FPSR, uc.reg_read(a64.UC_ARM64_REG_FPSR) | arith.flags)
-        self.pc = pc + 4
 
     # ------------------------------------------------------------------ the engine
     def _kissue(self, word: int, **operands: int):
@@ -590,7 +626,7 @@ class HostCpu:
         engine = self.engine
         if self._v_dirty:
             self._push_v()
-        fpcr = self.uc.reg_read(a64.UC_ARM64_REG_FPCR) if self._fpcr_sent is None else None
+        fpcr = self.fpcr if self._fpcr_sent is None else None
         if fpcr is not None:
             engine.fpcr = fpcr
             self._fpcr_sent = fpcr
@@ -691,7 +727,14 @@ class HostCpu:
                 self.tpidr2 = cp.val & MASK64
             self.pc += 4
             return 1
-        if op0 == 3 and op1 == 3 and crn == 4 and crm == 4 and op2 == 0 and not is_read:  # FPCR
+        if op0 == 3 and op1 == 3 and crn == 4 and crm == 4 and op2 == 0:     # FPCR
+            # Kept here: the A72 drops FZ16 (it has no FEAT_FP16), an SME CPU implements it.
+            if is_read:
+                if reg != a64.UC_ARM64_REG_XZR:
+                    uc.reg_write(reg, self.fpcr)
+                self.pc += 4
+                return 1
+            self.fpcr = cp.val & _FPCR_IMPLEMENTED
             self._fpcr_sent = None
             return 0
         if op0 == 3 and op1 == 0 and crn == 0:

@@ -151,6 +151,21 @@ def test_bfcvt_is_performed_by_the_host_cpu(single, fpcr, bf16, fpsr, streaming)
         assert cpu.read_memory(DATA, 32) == bf16.to_bytes(2, "little") + bytes(30)
 
 
+def test_fp16_scalar_in_streaming_mode_reaches_z_and_fz16_is_kept():
+    fadd_h1_h2_h3, fmov_h2_w3, fmov_h3_w4 = 0x1EE32841, 0x1EE70062, 0x1EE70083
+    mrs_x9_fpcr = 0xD53B4409                                  # mrs x9, fpcr
+    cpu = make_cpu([MSR_FPCR_X5, "smstart sm", fmov_h2_w3, fmov_h3_w4, MSR_FPSR_XZR,
+                    fadd_h1_h2_h3, MRS_X10_FPSR, mrs_x9_fpcr, "str z1, [x0]"])
+    cpu.set_x(0, DATA)
+    cpu.set_x(3, 0x3C00)                                      # 1.0
+    cpu.set_x(4, 0x0001)                                      # a denormal: flushed by FZ16
+    cpu.set_x(5, 1 << 19)                                     # FPCR.FZ16
+    assert cpu.run().kind is StopKind.EXIT
+    assert cpu.x(9) == 1 << 19 and cpu.fpcr == 1 << 19        # the A72 alone would drop it
+    assert cpu.x(10) == 0                                     # exact: 1.0 + 0, no flag
+    assert cpu.read_memory(DATA, 32) == (0x3C00).to_bytes(2, "little") + bytes(30)
+
+
 @pytest.mark.parametrize("words, signal", [
     ([MRS_X6_SCTLR], SIGILL),                         # EL1 register at EL0
     ([0x00000000], SIGILL),                           # udf #0: not an engine word either

@@ -293,6 +293,17 @@ def test_qemu_tpidr2_divergences(mode, qemu_output):
     assert run_oracle(build("tpidr2_rules"), mode, svl=256) == (0, qemu_output)
 
 
+def test_scalar_fp16_and_bfcvt_performed_by_the_host_cpu_match_qemu():
+    """FEAT_FP16 scalar and BFCVT (sim/host_fp.py; Unicorn's A72 lacks them): 22 x 22 operand
+    pairs of specials in 8 FPCR settings (every rounding mode, FZ16, FZ, DN) per instruction,
+    results and FPSR flags, identical to QEMU's native implementation."""
+    program = build("fp16_scalar")
+    status, output, errors, _ = run_model(program, svl=128)
+    assert status == 0, errors.decode()
+    assert len(output.splitlines()) == 43
+    assert run_oracle(program, svl=128) == (0, output)
+
+
 def test_python_api_calls_an_exported_streaming_function_after_the_run():
     image = load_elf_image(build("za_mopa"))
     process = ElfProcess(image, ["za_mopa"], svl=256, stdout=io.BytesIO())
