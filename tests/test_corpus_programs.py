@@ -20,20 +20,15 @@ and the order of FP reductions, make some of them depend on the vector length.
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
-import os
 import re
-from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
-from tests.test_real_programs import _need_zig, run_model, run_oracle
-from zatile.sw import toolchain
+from tests.test_real_programs import build_sources, run_model, run_oracle
 from zatile.sw.abi.elf_process import load_elf_image
 from zatile.sw.abi.rtl_exec import run_program_rtl
-from zatile.sw.runtime import RUNTIME_SOURCES
 
 DRIVER = Path(__file__).with_name("corpus_driver") / "driver.c"
 CORPUS = sorted(Path(__file__).with_name("corpus").glob("*.c"))
@@ -75,23 +70,8 @@ def corpus_functions() -> set[str]:
 
 
 def build(level: str) -> Path:
-    """The driver linked with the whole corpus at ``level``, cached by the content of the sources
-    and the runtime, the options and the ziglang version (as tests/test_real_programs.py does)."""
-    _need_zig()
-    sources = [DRIVER, *CORPUS]
-    options = [level, *WARNINGS]
-    digest = hashlib.sha256()
-    for path in (*sources, *RUNTIME_SOURCES):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    digest.update(repr((options, toolchain.TARGET, toolchain.CPU, version("ziglang"))).encode())
-    cache = toolchain.cache_directory().parent / "programs"
-    cache.mkdir(parents=True, exist_ok=True)
-    output = cache / f"corpus{level}-{digest.hexdigest()[:16]}"
-    if not output.exists():
-        partial = output.with_suffix(f".{os.getpid()}.tmp")
-        toolchain.compile_program(sources, partial, options)
-        partial.replace(output)
-    return output
+    """The driver linked with the whole corpus at ``level`` (cached)."""
+    return build_sources(f"corpus{level}", [DRIVER, *CORPUS], [level, *WARNINGS])
 
 
 @functools.cache

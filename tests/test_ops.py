@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import need_tool
-from tests.test_real_programs import PROGRAMS, _need_zig, run_oracle
+from tests.test_real_programs import PROGRAMS, _need_zig, build_sources, run_oracle
 from zatile.sim.fpref import fmla_f32
 from zatile.sw import toolchain
 from zatile.sw.abi.elf_process import run_program
@@ -160,18 +160,15 @@ def test_generated_kernel_is_readable_and_follows_the_sme_interface(name):
 def _caller() -> Path:
     """tests/programs/kernel_caller.c linked with the generated kernels (cached by content)."""
     _need_zig()
-    source, assembly = PROGRAMS / "kernel_caller.c", library_source()
-    digest = hashlib.sha256(source.read_bytes() + assembly.encode()).hexdigest()[:16]
-    cache = toolchain.cache_directory().parent / "programs"
-    cache.mkdir(parents=True, exist_ok=True)
-    output = cache / f"kernel_caller-{digest}"
-    if not output.exists():
-        kernels = cache / f"kernels-{digest}.S"
-        kernels.write_text(assembly)
-        partial = output.with_suffix(f".{os.getpid()}.tmp")
-        toolchain.compile_program([source, kernels], partial, ["-O2"])
-        partial.replace(output)
-    return output
+    assembly = library_source()
+    kernels = toolchain.cache_directory().parent / "programs" / (
+        f"kernels-{hashlib.sha256(assembly.encode()).hexdigest()[:16]}.S")
+    if not kernels.exists():
+        kernels.parent.mkdir(parents=True, exist_ok=True)
+        partial = kernels.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(assembly)
+        partial.replace(kernels)
+    return build_sources("kernel_caller", [PROGRAMS / "kernel_caller.c", kernels])
 
 
 CALLER_OUTPUT = (b"zatile_gemm_f32: ok\nV8 across the call: kept\nzatile_gemm_acc_f32: ok\n"

@@ -17,6 +17,7 @@ import struct
 import subprocess
 from importlib.metadata import version
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -43,23 +44,31 @@ def _need_zig() -> None:
         pytest.skip(problem)
 
 
-def build(name: str) -> Path:
-    """``tests/programs/<name>.c`` (or ``.cpp``) compiled with ``zatile cc``, cached by the
-    content of the source and the runtime, the options and the ziglang version."""
+def build_sources(name: str, sources: Sequence[Path], options: Sequence[str] = OPTIONS,
+                  headers: Sequence[Path] = ()) -> Path:
+    """``sources`` compiled and linked with ``zatile cc``, cached in ``$ZATILE_CACHE/programs``
+    by the content of the sources, the ``headers`` they include and the runtime, the options
+    and the ziglang version."""
     _need_zig()
-    source = next(PROGRAMS.glob(f"{name}.c*"))
     digest = hashlib.sha256()
-    for path in (source, *RUNTIME_SOURCES):
-        digest.update(path.read_bytes())
-    digest.update(repr((OPTIONS, toolchain.TARGET, toolchain.CPU, version("ziglang"))).encode())
+    for path in (*sources, *headers, *RUNTIME_SOURCES):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest.update(repr((list(options), toolchain.TARGET, toolchain.CPU,
+                        version("ziglang"))).encode())
     cache = toolchain.cache_directory().parent / "programs"
     cache.mkdir(parents=True, exist_ok=True)
     output = cache / f"{name}-{digest.hexdigest()[:16]}"
     if not output.exists():
         partial = output.with_suffix(f".{os.getpid()}.tmp")
-        toolchain.compile_program([source], partial, OPTIONS)
+        toolchain.compile_program(sources, partial, options)
         partial.replace(output)
     return output
+
+
+def build(name: str) -> Path:
+    """``tests/programs/<name>.c`` (or ``.cpp``), with the headers of tests/programs."""
+    return build_sources(name, [next(PROGRAMS.glob(f"{name}.c*"))],
+                         headers=sorted(PROGRAMS.glob("*.h")))
 
 
 def test_cc_builds_a_static_aarch64_executable_with_the_runtime():
