@@ -242,7 +242,11 @@ class LoadStoreUnit(ConfigComponent):
                 ]
             with m.Case(*STRUCTURE_OPS):
                 scaled = self.index << decoded.msize_log2
-                whole = (fields.imm4 * decoded.registers) << self.svl_log2
+                # imm4·n for n = 2..4 without a multiplier
+                count = decoded.registers
+                structures = (Mux(count[0], fields.imm4, 0) + Mux(count[1], fields.imm4 << 1, 0)
+                              + Mux(count[2], fields.imm4 << 2, 0))
+                whole = structures << self.svl_log2
                 m.d.comb += [predicated.eq(1),
                              offset.eq(Mux(decoded.flags.scalar_offset, scaled, whole)
                                        + (self.chunk << self.svl_log2))]
