@@ -42,7 +42,8 @@ decided there from the decoder and PSTATE and changes nothing. Single-cycle inst
 (state control, predicate set-up and scalar operations, MOVA, ZERO) complete in their dispatch
 cycle; the vector unit's (:mod:`zatile.hw.vector`) take the operands read in the dispatch cycle
 and wait there for the unit's result (a cycle or more later), which is written as they complete;
-memory instructions hold the dispatch stage until the load/store unit finishes; outer products
+memory instructions hold the dispatch stage until the load/store unit finishes (LD2-4/ST2-4: until
+the structure sequencer, :mod:`zatile.hw.structure`, has moved every register); outer products
 and ADDHA/ADDVA are handed to their array and complete (result OK) in the cycle the array
 accepts them, one per cycle. The arrays capture Z and P operands at acceptance, so later
 instructions may overwrite them at once. ZA hazards are resolved by the interlock
@@ -66,10 +67,12 @@ from zatile.hw.decoder import NO_SLOT, Decoder, Op, check_known_params, ops_of
 from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
 from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
 from zatile.hw.library import ModuleLibrary
-from zatile.hw.lsu import MEMORY_OPS, LoadStoreUnit, MemRequestLayout, MemResponseLayout
+from zatile.hw.lsu import (MEMORY_OPS, STRUCTURE_OPS, ControlSignature, LoadStoreUnit,
+                           MemRequestLayout, MemResponseLayout)
 from zatile.hw.perf_counters import PerfCounters, PerfLayout
 from zatile.hw.regfile import RegisterFile
 from zatile.hw.state_control import StateControl, Status
+from zatile.hw.structure import StructureAccess
 from zatile.hw.sve_unit import SVE_OPS, StreamingSveUnit
 from zatile.hw.vector import VECTOR_OPS, VectorUnit
 from zatile.hw.za_interlock import ZaInterlock
@@ -109,12 +112,12 @@ _FLAG_SETTERS = ops_of(Trait.SETS_FLAGS)
 #: Loads that write the Z register ``Zt`` with the load/store unit's data.
 _VECTOR_LOADS = (Op.LD1_CONTIGUOUS, Op.LDNT1_CONTIGUOUS, Op.LD1_SIGNED, Op.LD1_REPLICATE,
                  Op.LD1RQ)
-#: Every operation the engine performs; the decoder makes the table's other forms UNDEF
-#: (``tests/test_tb_engine.py`` lists them: the structure loads and stores).
+#: Every operation the engine performs: every one of the table (``tests/test_tb_engine.py``
+#: checks that none is left out; the decoder would make the forms of one left out UNDEF).
 IMPLEMENTED_OPS = frozenset((*FP_OPS, *_INT_OPS, *_SLICE_OPS, *_SVCR_WRITERS, *SVE_OPS, *VECTOR_OPS,
                              Op.ZERO_ZA, Op.PREFETCH, *_VECTOR_LOADS,
                              Op.ST1_CONTIGUOUS, Op.STNT1_CONTIGUOUS, Op.LDR_REGISTER,
-                             Op.STR_REGISTER))
+                             Op.STR_REGISTER, *STRUCTURE_OPS))
 check_known_params(IMPLEMENTED_OPS)
 
 
@@ -190,6 +193,7 @@ class ZaTileEngine(ConfigComponent):
         m.submodules.registers = registers = RegisterFile(config)
         m.submodules.za = za = ZaStorage(config, tile_ports=2 if self.has_fp else 1)
         m.submodules.lsu = lsu = LoadStoreUnit(config)
+        m.submodules.structure = structure = StructureAccess(config)
         m.submodules.sve = sve = StreamingSveUnit(config)
         m.submodules.vector = vector = VectorUnit(config)
         m.submodules.int_array = int_array = IntOuterProductArray(config)
@@ -238,6 +242,7 @@ class ZaTileEngine(ConfigComponent):
         is_int = _one_of(op, _INT_OPS)
         is_fp = _one_of(op, FP_OPS)
         is_memory = _one_of(op, MEMORY_OPS)
+        is_structure = _one_of(op, STRUCTURE_OPS)
         is_slice = _one_of(op, _SLICE_OPS)
         is_svcr_write = _one_of(op, _SVCR_WRITERS)
         is_vector = _one_of(op, VECTOR_OPS)
@@ -248,9 +253,12 @@ class ZaTileEngine(ConfigComponent):
             return _first_present(present, fields, names)
 
         m.d.comb += [
-            registers.z_read_a.addr.eq(Mux(_one_of(op, (Op.STR_REGISTER, Op.ST1_CONTIGUOUS,
-                                                        Op.STNT1_CONTIGUOUS)),
-                                           fields.zt, first_present("zdn", "zn", "vdn", "vn"))),
+            registers.z_read_a.addr.eq(Mux(is_structure, structure.z_read.addr,
+                                           Mux(_one_of(op, (Op.STR_REGISTER, Op.ST1_CONTIGUOUS,
+                                                            Op.STNT1_CONTIGUOUS)),
+                                               fields.zt,
+                                               first_present("zdn", "zn", "vdn", "vn")))),
+            structure.z_read.data.eq(registers.z_read_a.data),
             registers.z_read_b.addr.eq(first_present("zm", "vm")),
             registers.z_read_c.addr.eq(Mux(present.zda | present.za, first_present("zda", "za"),
                                            (fields.zn + 1)[:5])),
@@ -330,6 +338,8 @@ class ZaTileEngine(ConfigComponent):
             m.d.comb += can_complete.eq(~int_hazard)
         with m.Elif(is_fp):
             m.d.comb += can_complete.eq(~fp_hazard & fp_ready)
+        with m.Elif(is_structure):
+            m.d.comb += can_complete.eq(structure.done)
         with m.Elif(is_memory):
             m.d.comb += can_complete.eq(lsu.done)
         with m.Elif(is_svcr_write):
@@ -340,7 +350,7 @@ class ZaTileEngine(ConfigComponent):
             m.d.comb += can_complete.eq(~za_hazard)
         m.d.comb += d_done.eq(d_valid & result_free & can_complete)
         execute = d_done & legal
-        faulted = is_memory & lsu.fault
+        faulted = is_memory & Mux(is_structure, structure.fault, lsu.fault)
 
         # ---- state control and whole-state zeroing
         svl_changed = Signal()
@@ -390,21 +400,33 @@ class ZaTileEngine(ConfigComponent):
         with m.Elif(vector.op.valid & vector.op.ready):
             m.d.sync += vector_sent.eq(1)
 
-        # ---- load/store unit
+        # ---- load/store unit: driven by the engine, or for LD2-4/ST2-4 by the structure
+        # sequencer, which the engine starts and acknowledges instead
+        sequencer = structure.lsu
         m.d.comb += [
+            structure.decoded.eq(decoded),
+            structure.svl_log2.eq(state.svl_log2),
+            structure.svl_mask.eq(svl_mask),
+            structure.predicate.eq(governing),
+            structure.start.eq(d_valid & legal & is_structure & ~structure.busy
+                               & ~structure.done & ~za_hazard),
+            structure.ack.eq(d_done & is_structure),
             lsu.decoded.eq(decoded),
             lsu.base.eq(operand("rn")),
             lsu.index.eq(operand("rm")),
             lsu.svl_log2.eq(state.svl_log2),
             lsu.svl_mask.eq(svl_mask),
-            lsu.predicate.eq(governing),
-            lsu.store_data.eq(Mux(_one_of(op, (Op.ST1_TILE, Op.STR_ZA)), za.slice_read.data,
-                                  Mux(op == Op.STR_REGISTER,
-                                      Mux(flags.predicate, registers.p_read_a.data,
-                                          registers.z_read_a.data),
-                                      registers.z_read_a.data))),
-            lsu.start.eq(d_valid & legal & is_memory & lsu_idle & ~za_hazard),
-            lsu.ack.eq(d_done & is_memory),
+            lsu.chunk.eq(sequencer.chunk),
+            lsu.predicate.eq(Mux(is_structure, sequencer.predicate, governing)),
+            lsu.store_data.eq(Mux(is_structure, sequencer.store_data,
+                                  Mux(_one_of(op, (Op.ST1_TILE, Op.STR_ZA)), za.slice_read.data,
+                                      Mux(op == Op.STR_REGISTER,
+                                          Mux(flags.predicate, registers.p_read_a.data,
+                                              registers.z_read_a.data),
+                                          registers.z_read_a.data)))),
+            lsu.start.eq(Mux(is_structure, sequencer.start,
+                             d_valid & legal & is_memory & lsu_idle & ~za_hazard)),
+            lsu.ack.eq(Mux(is_structure, sequencer.ack, d_done & is_memory)),
             self.mem_req.valid.eq(lsu.mem_req.valid),
             self.mem_req.payload.eq(lsu.mem_req.payload),
             lsu.mem_req.ready.eq(self.mem_req.ready),
@@ -412,6 +434,9 @@ class ZaTileEngine(ConfigComponent):
             lsu.mem_resp.payload.eq(self.mem_resp.payload),
             self.mem_resp.ready.eq(lsu.mem_resp.ready),
         ]
+        for name, member in ControlSignature(config).members.items():
+            if member.flow == In:
+                m.d.comb += getattr(sequencer, name).eq(getattr(lsu, name))
         loaded = execute & ~faulted
 
         # ---- register writes
@@ -427,6 +452,9 @@ class ZaTileEngine(ConfigComponent):
             with m.Case(*_VECTOR_LOADS):
                 m.d.comb += [z_write.en.eq(loaded), z_write.addr.eq(fields.zt),
                              z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask)]
+            with m.Case(Op.LD_STRUCTURE):
+                m.d.comb += [getattr(z_write, name).eq(getattr(structure.z_write, name))
+                             for name in structure.z_write.signature.members]
             with m.Case(Op.LDR_REGISTER):
                 m.d.comb += [z_write.en.eq(loaded & ~flags.predicate), z_write.addr.eq(fields.zt),
                              z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask),
@@ -515,7 +543,8 @@ class ZaTileEngine(ConfigComponent):
                                                    state.verdict.status.as_value())),
                 r_payload.smtc.eq(state.verdict.smtc),
                 r_payload.scalar.eq(Mux(is_vector, vector.result.payload.scalar, sve.scalar)),
-                r_payload.fault_address.eq(Mux(faulted, lsu.fault_address, 0)),
+                r_payload.fault_address.eq(Mux(faulted, Mux(is_structure, structure.fault_address,
+                                                            lsu.fault_address), 0)),
                 r_payload.fpsr_reset.eq(state.reset_sve),
                 r_payload.nzcv.eq(Mux(is_vector, vector.result.payload.nzcv, sve.nzcv)),
                 r_payload.sets_flags.eq(legal & _one_of(op, _FLAG_SETTERS)),

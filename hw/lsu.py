@@ -16,6 +16,9 @@ LD1R                ``Xn|SP + imm6·M``                   M bytes, read if any E
                                                          active
 LD1RQ               ``Xn|SP + Xm·M`` or                  16 bytes, element ``e`` active if
                     ``Xn|SP + imm4·16``                  predicate bit ``e·M`` is set
+LD2-4/ST2-4 chunk   ``Xn|SP + Xm·M`` or                  SVL_B bytes ``chunk``·SVL_B on, byte
+                    ``Xn|SP + imm4·n·SVL_B``,            ``i`` active if ``predicate`` bit ``i`` is
+                    plus ``chunk``·SVL_B                 set (:mod:`zatile.hw.structure` sets it)
 ==================  ===================================  =========================================
 
 Inactive elements are neither read nor written and cannot fault; a load sets them to zero.
@@ -40,14 +43,15 @@ the failing one (in address order), none at or after it.
 Handshake with the engine
 -------------------------
 ``start`` (while ``busy`` and ``done`` are low) captures the instruction from ``decoded``, the
-operands, ``predicate`` and ``store_data``; the unit then works alone until ``done`` rises.
-``done`` stays high, with ``fault``, ``fault_address`` and ``load_data``, until ``ack``.
+operands, ``chunk``, ``predicate`` and ``store_data``; the unit then works alone until ``done``
+rises. ``done`` stays high, with ``fault``, ``fault_address`` and ``load_data``, until ``ack``.
+These ports are :func:`ControlSignature`, which the structure sequencer drives for LD2-4/ST2-4.
 """
 
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import data, enum, stream
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
@@ -56,13 +60,18 @@ from zatile.sw.arch.isa import Trait
 from zatile.hw._common import ConfigComponent, byte_mask, max_bytes, row_layout
 from zatile.hw.decoder import DecodedLayout, Op, ops_of
 
-__all__ = ["MEMORY_OPS", "STORE_OPS", "MemRequestLayout", "MemResponseLayout",
-           "LoadStoreUnit"]
+__all__ = ["MEMORY_OPS", "STORE_OPS", "STRUCTURE_OPS", "MAX_CHUNKS", "MemRequestLayout", "MemResponseLayout",
+           "ControlSignature", "LoadStoreUnit"]
 
 #: Operations the unit performs: every one the table marks as a load or a store.
 MEMORY_OPS = ops_of(Trait.LOAD, Trait.STORE)
 #: The ones among them that write memory.
 STORE_OPS = ops_of(Trait.STORE)
+#: LD2-LD4 and ST2-ST4: one access per chunk of SVL_B bytes, each with byte elements
+#: (:mod:`zatile.hw.structure` interleaves the registers and sets the byte predicate).
+STRUCTURE_OPS = (Op.LD_STRUCTURE, Op.ST_STRUCTURE)
+#: The largest ``registers`` of a structure access, the number of chunks it has.
+MAX_CHUNKS = 4
 #: The contiguous accesses of LD1/ST1 (LDNT1 and STNT1 are the same access with a hint; LD1S
 #: sign-extends what it loads).
 _CONTIGUOUS_OPS = (Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS, Op.LDNT1_CONTIGUOUS,
@@ -78,6 +87,27 @@ def MemRequestLayout(width: int) -> data.StructLayout:
 def MemResponseLayout(width: int) -> data.StructLayout:
     """The response to one request, in request order: read ``data`` and ``error``."""
     return data.StructLayout({"data": width, "error": 1})
+
+
+def ControlSignature(config: EngineConfig) -> wiring.Signature:
+    """The unit's handshake and per-access ports, from the side of whoever drives them.
+
+    ``start``, ``chunk``, ``predicate``, ``store_data`` and ``ack`` out; ``busy``, ``done``,
+    ``fault``, ``fault_address`` and ``load_data`` in (module documentation, "Handshake").
+    """
+    maxb = max_bytes(config)
+    return wiring.Signature({
+        "start": Out(1),
+        "chunk": Out(range(MAX_CHUNKS)),
+        "predicate": Out(maxb),
+        "store_data": Out(row_layout(config)),
+        "ack": Out(1),
+        "busy": In(1),
+        "done": In(1),
+        "fault": In(1),
+        "fault_address": In(64),
+        "load_data": In(row_layout(config)),
+    })
 
 
 class _State(enum.Enum, shape=2):
@@ -108,7 +138,6 @@ class LoadStoreUnit(ConfigComponent):
 
     Attributes
     ----------
-    start : Signal(1), in
     decoded : View(DecodedLayout), in
         The memory instruction (its ``op`` is one of :data:`MEMORY_OPS`).
     base, index : Signal(64), in
@@ -117,17 +146,22 @@ class LoadStoreUnit(ConfigComponent):
         log2 of the effective SVL in bytes.
     svl_mask : Signal(MAXB), in
         Bit ``b`` set when byte ``b`` of a vector is inside the effective SVL.
+    start : Signal(1), in
+    chunk : Signal(range(4)), in
+        Which SVL_B-byte chunk of an LD2-4/ST2-4 footprint to access (0 for the others).
     predicate : Signal(MAXB), in
-        The governing predicate, clear beyond the effective SVL.
+        The governing predicate, clear beyond the effective SVL (LD2-4/ST2-4: one bit per byte
+        of the chunk).
     store_data : View(row), in
-        What a store writes: the tile slice, ZA row, Z or P register (P in the low bytes).
+        What a store writes: the tile slice, ZA row, Z or P register (P in the low bytes), or
+        the chunk of an ST2-4.
     busy, done : Signal(1), out
     ack : Signal(1), in
     fault : Signal(1), out
     fault_address : Signal(64), out
     load_data : View(row), out
         What a load read, in the destination's format (contiguous elements zero-extended to
-        their lanes, inactive elements zero).
+        their lanes, inactive elements zero; the bytes of an LD2-4 chunk as they are).
     mem_req : Out(stream.Signature(MemRequestLayout(mem_data_width)))
     mem_resp : In(stream.Signature(MemResponseLayout(mem_data_width)))
 
@@ -141,20 +175,12 @@ class LoadStoreUnit(ConfigComponent):
         maxb = max_bytes(config)
         width = config.mem_data_width
         super().__init__(config, {
-            "start": In(1),
             "decoded": In(DecodedLayout),
             "base": In(64),
             "index": In(64),
             "svl_log2": In(4),
             "svl_mask": In(maxb),
-            "predicate": In(maxb),
-            "store_data": In(row_layout(config)),
-            "busy": Out(1),
-            "done": Out(1),
-            "ack": In(1),
-            "fault": Out(1),
-            "fault_address": Out(64),
-            "load_data": Out(row_layout(config)),
+            **ControlSignature(config).flip().members,
             "mem_req": Out(stream.Signature(MemRequestLayout(width))),
             "mem_resp": In(stream.Signature(MemResponseLayout(width))),
         })
@@ -214,6 +240,16 @@ class LoadStoreUnit(ConfigComponent):
                                   self.index << decoded.msize_log2,
                                   fields.imm4 << shift)),
                 ]
+            with m.Case(*STRUCTURE_OPS):
+                scaled = self.index << decoded.msize_log2
+                # imm4·n for n = 2..4 without a multiplier
+                count = decoded.registers
+                structures = (Mux(count[0], fields.imm4, 0) + Mux(count[1], fields.imm4 << 1, 0)
+                              + Mux(count[2], fields.imm4 << 2, 0))
+                whole = structures << self.svl_log2
+                m.d.comb += [predicated.eq(1),
+                             offset.eq(Mux(decoded.flags.scalar_offset, scaled, whole)
+                                       + (self.chunk << self.svl_log2))]
             with m.Case(Op.LD1_REPLICATE):
                 # One element (M bytes, lane 0 of a layout M = M), read if any is active.
                 m.d.comb += [msize_log2.eq(decoded.msize_log2), esize_log2.eq(decoded.msize_log2),

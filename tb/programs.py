@@ -388,6 +388,43 @@ def memory_errors(config: EngineConfig, svl: int, rng: random.Random) -> list[Pr
     return programs
 
 
+def structures(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """LD2-4/ST2-4 with both addressings, their registers wrapping from Z31 to Z0 (Zt = 31 for
+    two registers, 30 for three and four), under all-true, first-only and sparse predicates:
+    in mapped memory, and with the end of memory in their second or third chunk (a load writes
+    no register, a store has written its first chunks)."""
+    svl_bytes = svl // 8
+    end = DATA_BASE + DATA_SIZE
+    bases = {0: DATA_BASE + 8,                     # fine
+             1: end - svl_bytes - 4,               # the second chunk faults
+             2: end - 2 * svl_bytes - 4}           # the third chunk faults (LD2/ST2 fit)
+    words = []
+    for form in RTL_FORMS:
+        if form.op not in ("ld_structure", "st_structure"):
+            continue
+        zt = 31 if form.params["registers"] == 2 else 30
+        for base in bases:
+            for pg in range(3):
+                pins = {"rn": base, "zt": zt, "pg": pg}
+                if form.params["scalar_offset"]:
+                    pins["rm"] = rng.choice((8, 9))
+                else:
+                    pins["imm4"] = 0
+                words.append(instance(form, rng, **pins))
+    rng.shuffle(words)
+
+    def state() -> ArchState:
+        initial = initial_state(rng, svl, 3)
+        initial.x[0:3] = [bases[n] for n in range(3)]
+        initial.x[8:10] = (0, 1)
+        initial.p[0] = 0xFF
+        initial.p[1] = predicate_pattern("first_only", 1, svl_bytes, rng)
+        initial.p[2] = predicate_pattern("sparse", 1, svl_bytes, rng)
+        return initial
+
+    return _programs("structures", words, state, size=100)
+
+
 #: Directed groups by name (cocotb test ``directed_<name>`` runs one group).
 DIRECTED: dict[str, Callable[[EngineConfig, int, random.Random], list[Program]]] = {
     "forms": every_form,
@@ -400,6 +437,7 @@ DIRECTED: dict[str, Callable[[EngineConfig, int, random.Random], list[Program]]]
     "sme_disabled": sme_disabled,
     "unallocated": unallocated,
     "memory_errors": memory_errors,
+    "structures": structures,
 }
 
 

@@ -275,8 +275,11 @@ class Scoreboard:
         if late:
             self._fail(expectation, f"the store faulted at 0x{fault:x} but wrote 0x{late[0]:x} "
                        "(only beats before the failing one may be written)")
+        # the store's whole footprint (LD2-4/ST2-4: one vector per register) must fit
+        registers = expectation.decoded.form.params.get("registers", 1)
+        footprint = self.model.state.svl_bytes * registers
         shadow = ReferenceModel(self.model.config, _mapped_everywhere(
-            expectation.pre, fault, self.model.state.svl_bytes), sme_enabled=True)
+            expectation.pre, fault, footprint), sme_enabled=True)
         if shadow.execute(expectation.word).status is not Status.OK:
             self._fail(expectation, "cannot tell what the faulting store would have written")
         for address, value in sorted(written.items()):
