@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from zatile.sim.host_cpu import PROT_READ, PROT_WRITE
 from zatile.sim.qemu import qemu_sme_cpu_option
 from zatile.sim.tools import find_tool
 from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
@@ -152,46 +151,39 @@ def _describe(value) -> str:
     return repr(value)
 
 
-def _layout(operands: list[bytes], result_bytes: int) -> list[int]:
-    """Page-aligned addresses for the operands and the result, in that order."""
+def _placement(sizes, operands: list[bytes], result_bytes: int):
+    """Where the operands and the result go in the library's address space (page-aligned, a
+    guard page between): the kernel's arguments, the ``inputs`` to write and the result's
+    ``(address, length)``. An accumulating kernel's third operand is C itself."""
     addresses, cursor = [], _BUFFERS
     for size in [*(len(data) for data in operands), result_bytes]:
         addresses.append(cursor)
-        cursor += (size + _PAGE - 1) // _PAGE * _PAGE + _PAGE        # a guard page between
-    return addresses
+        cursor += (size + _PAGE - 1) // _PAGE * _PAGE + _PAGE
+    c_address = addresses[2] if len(operands) == 3 else addresses[-1]
+    inputs = list(zip(addresses, [*operands, bytes(result_bytes)]))
+    return [addresses[0], addresses[1], c_address, *sizes], inputs, (c_address, result_bytes)
 
 
-def _run_model(function: str, sizes, operands: list[bytes], result_bytes: int,
-               svl: int) -> bytes:
+def _run_model(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int):
+    arguments, inputs, result = _placement(sizes, operands, result_bytes)
     path = library()
     process = ElfProcess(load_elf_image(path), [str(path)], svl=svl, stdout=io.BytesIO(),
                          stderr=io.BytesIO())
-    cpu = process.cpu
-    addresses = _layout(operands, result_bytes)
-    for address, data in zip(addresses, [*operands, bytes(result_bytes)]):
-        cpu.map(address, (len(data) + _PAGE - 1) // _PAGE * _PAGE, PROT_READ | PROT_WRITE)
-        cpu.write_memory(address, data)
-    c_address = addresses[2] if len(operands) == 3 else addresses[-1]
-    process.call(function, addresses[0], addresses[1], c_address, *sizes, result=None)
-    return cpu.read_memory(c_address, result_bytes), {
-        "engine_instructions": cpu.stats.engine_instructions,
-        "engine_instructions_by_class": dict(cpu.stats.engine_by_class)}
+    (product,), counts = process.call_with_memory(function, arguments, inputs, [result])
+    return product, counts
 
 
-def _run_rtl(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int) -> bytes:
-    addresses = _layout(operands, result_bytes)
-    inputs = list(zip(addresses, [*operands, bytes(result_bytes)]))
-    c_address = addresses[2] if len(operands) == 3 else addresses[-1]
-    (result,), figures = call_rtl(library(), function,
-                                  [addresses[0], addresses[1], c_address, *sizes],
-                                  inputs=inputs, outputs=[(c_address, result_bytes)], svl=svl)
+def _run_rtl(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int):
+    arguments, inputs, result = _placement(sizes, operands, result_bytes)
+    (product,), figures = call_rtl(library(), function, arguments, inputs=inputs,
+                                   outputs=[result], svl=svl)
     perf = figures["engine_perf"]
-    return result, {**figures["host"], "cycles": perf["cycles"],
-                    "busy_cycles": perf["busy_cycles"], "outer_products": perf["retired_mopa"],
-                    "memory_instructions": perf["retired_ldst"], "macs": perf["macs"]}
+    return product, {**figures["host"], "cycles": perf["cycles"],
+                     "busy_cycles": perf["busy_cycles"], "outer_products": perf["retired_mopa"],
+                     "memory_instructions": perf["retired_ldst"], "macs": perf["macs"]}
 
 
-def _run_qemu(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int) -> bytes:
+def _run_qemu(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int):
     with tempfile.TemporaryDirectory() as scratch:
         inputs, output = Path(scratch) / "input", Path(scratch) / "output"
         inputs.write_bytes(b"".join(operands))

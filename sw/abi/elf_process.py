@@ -469,6 +469,29 @@ class ElfProcess(ProcfsMixin):
             cpu.end_streaming_mode()
         return value
 
+    def call_with_memory(self, function: str | int, arguments: Sequence[int],
+                         inputs: Sequence[tuple[int, bytes]],
+                         outputs: Sequence[tuple[int, int]]) -> tuple[list[bytes], dict]:
+        """Map each ``(address, data)`` of ``inputs`` read-write (whole pages) and write it,
+        :meth:`call` ``function`` with integer or pointer ``arguments`` (no result), and read
+        each ``(address, length)`` of ``outputs``.
+
+        Returns
+        -------
+        (list of bytes, dict)
+            The outputs, and the host CPU's ``engine_instructions`` and
+            ``engine_instructions_by_class`` so far.
+        """
+        cpu = self.cpu
+        for address, data in inputs:
+            start = _page_down(address)
+            cpu.map(start, _page_up(address + len(data)) - start, PROT_READ | PROT_WRITE)
+            cpu.write_memory(address, bytes(data))
+        self.call(function, *arguments, result=None)
+        return ([cpu.read_memory(address, length) for address, length in outputs],
+                {"engine_instructions": cpu.stats.engine_instructions,
+                 "engine_instructions_by_class": dict(cpu.stats.engine_by_class)})
+
     # ------------------------------------------------------------------ system calls
     def _syscall(self, cpu: HostCpu) -> None:
         # Kernel entry ends streaming mode (Z, P, V zero, FPSR reset); ZA is kept.

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, Sequence
 
-from zatile.sw.abi.elf_process import PAGE, ProcessResult, load_elf_image
+from zatile.sw.abi.elf_process import ProcessResult, load_elf_image
 from zatile.sw.arch.config import EngineConfig
 from zatile.tb.runner import build_engine
 
@@ -87,7 +87,8 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
 
     Every ``(address, data)`` of ``inputs`` is mapped (read-write, whole pages) and written
     first; the function is called with integer or pointer ``arguments`` under the AAPCS64
-    (:meth:`~zatile.sw.abi.elf_process.ElfProcess.call`); then every ``(address, length)`` of
+    (:meth:`~zatile.sw.abi.elf_process.ElfProcess.call_with_memory`: floating-point arguments
+    and ZA interfaces are the model's only, for now); then every ``(address, length)`` of
     ``outputs`` (inside the mapped inputs) is read.
 
     Returns
@@ -105,11 +106,8 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
         If the simulation fails, or the function does not return.
     """
     path = Path(path).resolve()
-    maps = [(address & ~(PAGE - 1),
-             ((address + len(data) + PAGE - 1) & ~(PAGE - 1)) - (address & ~(PAGE - 1)))
-            for address, data in inputs]
     call = {"function": function, "arguments": [int(value) for value in arguments],
-            "maps": maps, "inputs": [[address, f"input{index}"]
+            "inputs": [[address, f"input{index}"]
                                      for index, (address, _) in enumerate(inputs)],
             "outputs": [[address, length, f"output{index}"]
                         for index, (address, length) in enumerate(outputs)]}

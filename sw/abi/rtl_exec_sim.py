@@ -20,7 +20,6 @@ import cocotb
 from cocotb.task import bridge
 from cocotb.utils import get_sim_time
 
-from zatile.sim.host_cpu import PROT_READ, PROT_WRITE
 from zatile.sw.abi.elf_process import ElfProcess, load_elf_image, run_program
 from zatile.sw.arch.config import EngineConfig
 from zatile.tb.engine import CLOCK_NS, EngineBench, RtlEngine, smcr_len_for
@@ -60,19 +59,17 @@ async def exec_program(dut) -> None:
 
 
 def _call(directory: Path, request: dict, svl: int, engine_class) -> dict:
-    """Load the program without running it, map and fill the buffers, call one function, and
-    save the buffers to read back (:func:`zatile.sw.abi.rtl_exec.call_rtl`); returns the host
-    CPU's engine-instruction counts."""
+    """Load the program without running it and call one function with its buffers
+    (:meth:`~zatile.sw.abi.elf_process.ElfProcess.call_with_memory`, for
+    :func:`zatile.sw.abi.rtl_exec.call_rtl`); the outputs go to files, the host CPU's counts are
+    returned."""
     call = request["call"]
     process = ElfProcess(load_elf_image(request["program"]), request["argv"], svl=svl,
                          engine_class=engine_class, stdout=io.BytesIO(), stderr=io.BytesIO())
-    cpu = process.cpu
-    for address, size in call["maps"]:
-        cpu.map(address, size, PROT_READ | PROT_WRITE)
-    for address, name in call["inputs"]:
-        cpu.write_memory(address, (directory / name).read_bytes())
-    process.call(call["function"], *call["arguments"], result=None)
-    for address, length, name in call["outputs"]:
-        (directory / name).write_bytes(cpu.read_memory(address, length))
-    return {"engine_instructions": cpu.stats.engine_instructions,
-            "engine_instructions_by_class": dict(cpu.stats.engine_by_class)}
+    outputs, counts = process.call_with_memory(
+        call["function"], call["arguments"],
+        [(address, (directory / name).read_bytes()) for address, name in call["inputs"]],
+        [(address, length) for address, length, _ in call["outputs"]])
+    for data, (_, _, name) in zip(outputs, call["outputs"]):
+        (directory / name).write_bytes(data)
+    return counts
