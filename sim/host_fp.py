@@ -23,7 +23,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable, Protocol
 
-from zatile.sim.fpref import FP16, FPArith, FPRounding
+from zatile.sim.fpref import FP16, FPArith, FPRounding, FPType
 
 __all__ = ["FpRegisters", "host_instruction"]
 
@@ -76,9 +76,9 @@ def _compare(arith: FPArith, op1: int, op2: int, signalling: bool) -> int:
     when ``signalling`` (FCMPE)."""
     type1, _, value1 = arith.unpack(op1, FP16)
     type2, _, value2 = arith.unpack(op2, FP16)
-    nans = {type1.name, type2.name} & {"SNAN", "QNAN"}
+    nans = {type1, type2} & {FPType.SNAN, FPType.QNAN}
     if nans:
-        if signalling or "SNAN" in nans:
+        if signalling or FPType.SNAN in nans:
             arith.flags |= 1
         return _UNORDERED
     return _EQUAL if value1 == value2 else _LESS if value1 < value2 else _GREATER
