@@ -310,10 +310,10 @@ class _FpRegisters:
         self._uc.reg_write(_V_REGISTERS[number], value)
 
     def x(self, number: int) -> int:
-        return self._uc.reg_read(_X_REGISTERS[number])
+        return self._cpu.registers.x[number]
 
     def set_x(self, number: int, value: int) -> None:
-        self._uc.reg_write(_X_REGISTERS[number], value & MASK64)
+        self._cpu.registers.x[number] = value
 
     @property
     def fpcr(self) -> int:
