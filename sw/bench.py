@@ -30,12 +30,15 @@ from zatile.sim.state import ArchState, Memory
 from zatile.sw.arch.asm import assemble
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.engine import Status
+from zatile.sw.kernels.gemm import GEMM_TYPES, numpy_dtype
 
 __all__ = ["MODEL_WORKLOADS", "GEMM_DTYPES", "bench_model", "bench_rtl", "rtl_workloads",
            "bench_gemm"]
 
-#: ``zatile bench gemm --dtype``: the operand dtypes of each choice.
-GEMM_DTYPES = {"fp32": (np.float32, np.float32), "int8": (np.int8, np.int8)}
+#: ``zatile bench gemm --dtype``: the kernel types (:data:`zatile.sw.kernels.gemm.GEMM_TYPES`)
+#: of each choice.
+GEMM_DTYPES = {"fp32": "f32", "fp64": "f64", "fp16": "f16", "bf16": "bf16", "int8": "s8",
+               "int16": "s16"}
 
 #: Where the model workloads' data lives.
 _DATA = 0x10_0000
@@ -194,21 +197,23 @@ def bench_gemm(dtype: str, m: int, n: int, k: int, svl: int, backend: str = "rtl
 
     if dtype not in GEMM_DTYPES:
         raise ValueError(f"unknown GEMM dtype {dtype!r}; choose from {', '.join(GEMM_DTYPES)}")
-    a_type, b_type = GEMM_DTYPES[dtype]
+    kind = GEMM_TYPES[GEMM_DTYPES[dtype]]
     rng = np.random.default_rng(0)
 
-    def operand(kind, shape):
-        if np.dtype(kind).kind == "f":
-            return rng.standard_normal(shape).astype(kind)
-        return rng.integers(np.iinfo(kind).min, np.iinfo(kind).max + 1, shape).astype(kind)
+    def operand(name, shape):
+        element = numpy_dtype(name)
+        if element.kind in "fV":                                   # V: ml_dtypes' bfloat16
+            return rng.standard_normal(shape).astype(element)
+        limits = np.iinfo(element)
+        return rng.integers(limits.min, limits.max + 1, shape).astype(element)
 
-    a, b = operand(a_type, (m, k)), operand(b_type, (k, n))
+    a, b = operand(kind.a, (m, k)), operand(kind.b, (k, n))
     stats: dict = {}
     started = time.perf_counter()
     matmul(a, b, backend=backend, svl=svl, stats=stats)
     seconds = time.perf_counter() - started
-    vl, group = svl // 32, 4 if np.dtype(a_type).itemsize == 1 else 1
-    mopas = -(-m // vl) * -(-n // vl) * -(-k // group)
+    vl = svl // (8 << kind.result_shift)
+    mopas = -(-m // vl) * -(-n // vl) * -(-k // kind.group)
     figures = {"dtype": dtype, "m": m, "n": n, "k": k, "svl": svl, "backend": backend,
                "seconds": seconds, "mopas": mopas, **stats, "utilization": None}
     if "busy_cycles" in stats:

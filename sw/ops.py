@@ -7,7 +7,7 @@ Each operator takes and returns numpy arrays and runs the same kernel bytes on a
 * ``qemu``: ``qemu-aarch64 -cpu max,sme=on`` running the library's command-line harness.
 
 Floating-point results are bit-identical to :func:`matmul_reference`, which states the
-accumulation order the kernels use.
+accumulation order and the roundings the kernels use.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import subprocess
 import tempfile
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from zatile.sim.tools import find_tool
 from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
 from zatile.sw.abi.rtl_exec import call_rtl
 from zatile.sw.kernels import library
-from zatile.sw.kernels.gemm import GEMM_TYPES
+from zatile.sw.kernels.gemm import GEMM_TYPES, numpy_dtype
 
 __all__ = ["BACKENDS", "matmul", "matmul_reference"]
 
@@ -48,7 +49,7 @@ def _check_matrix(name: str, value) -> np.ndarray:
 def _gemm_types(a: np.ndarray, b: np.ndarray) -> str:
     """The kernels' name for the dtype pair (:data:`~zatile.sw.kernels.gemm.GEMM_TYPES`)."""
     for name, kind in GEMM_TYPES.items():
-        if (a.dtype, b.dtype) == (np.dtype(kind.a), np.dtype(kind.b)):
+        if (a.dtype, b.dtype) == (numpy_dtype(kind.a), numpy_dtype(kind.b)):
             return name
     pairs = ", ".join(f"{kind.a} x {kind.b}" for kind in GEMM_TYPES.values())
     raise TypeError(f"a and b have dtypes {a.dtype} and {b.dtype}; matmul supports {pairs}")
@@ -78,11 +79,15 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
     are packed on the host (A transposed into k groups, so one column block of A is one
     contiguous vector load).
 
-    * float32 × float32 → float32 (FMOPA): each element is the fused multiply-adds of its K
-      products in order k = 0, 1, ..., each rounded to nearest even, starting from +0 (or from
-      ``out``): exactly :func:`matmul_reference`.
-    * int8/uint8 × int8/uint8 → int32 (SMOPA, UMOPA, USMOPA, SUMOPA): exact, wrapping modulo
-      2^32 as the engine's 32-bit accumulators do.
+    * float32 → float32 and float64 → float64 (FMOPA): each element is the fused multiply-adds
+      of its K products in order k = 0, 1, ..., each rounded to nearest even, starting from +0
+      (or from ``out``).
+    * float16 → float32 (widening FMOPA) and bfloat16 (``ml_dtypes.bfloat16``) → float32
+      (BFMOPA): K is taken in pairs (an odd K gets a zero partner); per pair the two products
+      are summed, then added to the element, with the roundings :func:`matmul_reference`
+      states.
+    * int8/uint8 × int8/uint8 → int32 and int16/uint16 × int16/uint16 → int64 (SMOPA, UMOPA,
+      USMOPA, SUMOPA): exact, wrapping modulo 2^32 or 2^64 as the engine's accumulators do.
 
     Parameters
     ----------
@@ -120,7 +125,8 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
-    result_dtype = np.dtype(np.float32 if types == "f32" else np.int32)
+    kind = GEMM_TYPES[types]
+    result_dtype = numpy_dtype(kind.result)
     if out is not None:
         if not isinstance(out, np.ndarray) or out.shape != (m, n) \
                 or out.dtype != result_dtype or not out.flags.c_contiguous:
@@ -129,12 +135,11 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
     elif accumulate:
         raise ValueError("accumulate=True adds to out: give out")
     function = f"zatile_gemm{'_acc' if accumulate else ''}_{types}"
-    group = GEMM_TYPES[types].group
-    operands = [_pack(a, group, columns_of_a=True), _pack(b, group, columns_of_a=False)]
+    operands = [_pack(a, kind.group, columns_of_a=True), _pack(b, kind.group, columns_of_a=False)]
     if accumulate:
         operands.append(out.tobytes())
-    result, counters = _RUNNERS[backend](function, (m, n, -(-k // group)), operands, m * n * 4,
-                                         svl)
+    result, counters = _RUNNERS[backend](function, (m, n, -(-k // kind.group)), operands,
+                                         m * n * result_dtype.itemsize, svl)
     if stats is not None:
         stats.update(counters)
     product = np.frombuffer(result, result_dtype).reshape(m, n)
@@ -200,28 +205,132 @@ _RUNNERS = {"model": _run_model, "rtl": _run_rtl, "qemu": _run_qemu}
 
 
 def matmul_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
-    """The fp32 result the kernels give: ``c[i, j]`` (or +0) updated by ``fma(a[i, p], b[p, j],
-    c[i, j])`` for p = 0, 1, ..., K-1, each fused multiply-add rounded once to nearest even.
+    """The floating-point result the kernels give for ``a @ b`` (+ ``c``), computed without them.
 
-    Computed in float64 without double rounding: the product of two floats is exact in
-    float64; the sum is rounded to odd (the exact error of the float64 addition, from TwoSum,
-    moves an even result one unit towards it), and a round-to-odd value with 29 more bits
-    than float32 rounds to float32 exactly as the exact sum would. For finite results; NaN
-    payloads are not modelled.
+    ``a`` and ``b`` share a dtype; ``c`` (default +0) is converted to the result dtype. For
+    finite values (NaN payloads and infinities are not modelled):
+
+    * float32 and float64: ``c[i, j]`` updated by ``fma(a[i, p], b[p, j], c[i, j])`` for
+      p = 0, 1, ..., K-1, each fused multiply-add rounded once to nearest even (Arm
+      FPMulAdd; docs/isa.md on FMOPA).
+    * float16 → float32: per pair p = 2q, 2q+1 (K padded with +0 to even), the dot
+      ``a[i, p]·b[p, j] + a[i, p+1]·b[p+1, j]`` rounded once to float32, then added to the
+      element with a second rounding (Arm FPDot then FPAdd; widening FMOPA).
+    * bfloat16 → float32: per pair, each product, then their sum, then the sum added to the
+      element, every step rounded to odd with denormal inputs and results flushed to zero and
+      overflow giving infinity (Arm BFMulH, FPAdd_BF16; BFMOPA without FEAT_EBF16).
+
+    float32 and float16 are vectorized in float64 without double rounding: products are exact
+    there, and a sum is first rounded to odd (TwoSum's exact error moves an even result one
+    unit towards it), which, having 29 more bits than float32, rounds to float32 as the exact
+    sum would. float64 uses exact fractions, element by element.
     """
-    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    total = np.zeros((a.shape[0], b.shape[1]), np.float32) if c is None \
-        else np.array(c, np.float32)
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.dtype.name not in _REFERENCES:
+        raise TypeError(f"matmul_reference takes a and b of one dtype among "
+                        f"{', '.join(_REFERENCES)}, not {a.dtype} and {b.dtype}")
+    result_dtype = np.float64 if a.dtype == np.float64 else np.float32
+    total = np.zeros((a.shape[0], b.shape[1]), result_dtype) if c is None \
+        else np.array(c, result_dtype)
     with np.errstate(over="ignore", invalid="ignore"):
-        for p in range(a.shape[1]):
-            product = np.multiply.outer(a[:, p].astype(np.float64), b[p].astype(np.float64))
-            addend = total.astype(np.float64)
-            rounded = addend + product
-            virtual = rounded - addend
-            error = (addend - (rounded - virtual)) + (product - virtual)
-            even = (rounded.view(np.uint64) & 1) == 0
-            nudge = (error != 0) & even & np.isfinite(rounded)
-            rounded[nudge] = np.nextafter(rounded[nudge], np.where(error[nudge] > 0, np.inf,
-                                                                    -np.inf))
-            total = rounded.astype(np.float32)
+        return _REFERENCES[a.dtype.name](a, b, total)
+
+
+def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x + y`` as float64 ``(high, low)`` with ``high + low`` exactly the sum (Knuth)."""
+    high = x + y
+    virtual = high - x
+    return high, (x - (high - virtual)) + (y - virtual)
+
+
+def _nearest_f32(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The exact ``x + y`` of float64 values rounded once to float32, nearest even."""
+    high, low = _two_sum(x, y)
+    nudge = (low != 0) & ((high.view(np.uint64) & 1) == 0) & np.isfinite(high)
+    high[nudge] = np.nextafter(high[nudge], np.where(low[nudge] > 0, np.inf, -np.inf))
+    return high.astype(np.float32)
+
+
+def _odd_f32(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The exact ``x + y`` of float64 values as BFRound gives it: float32 rounded to odd, a
+    result below 2^-126 in magnitude flushed to a zero of its sign, 2^128 and above infinity."""
+    high, low = _two_sum(x, y)
+    magnitude = np.abs(high)
+    below = (low != 0) & (np.signbit(low) != np.signbit(high))       # |exact| < magnitude
+    flush = (magnitude < 2.0 ** -126) | ((magnitude == 2.0 ** -126) & below)
+    overflow = (magnitude > 2.0 ** 128) | ((magnitude == 2.0 ** 128) & ~below)
+    nearest = np.minimum(magnitude.astype(np.float32), np.finfo(np.float32).max)
+    above = (nearest > magnitude) | ((nearest == magnitude) & below)
+    truncated = np.where(above, np.nextafter(nearest, np.float32(0)), nearest)
+    inexact = (truncated != magnitude) | (low != 0)
+    odd = (truncated.view(np.uint32) | inexact.astype(np.uint32)).view(np.float32)
+    result = np.where(overflow, np.float32(np.inf), np.where(flush, np.float32(0), odd))
+    return np.where(np.signbit(high), -result, result)
+
+
+def _flush_f32(values: np.ndarray) -> np.ndarray:
+    """float64 copies of values, those below 2^-126 in magnitude turned into zeros of their sign."""
+    values = values.astype(np.float64)
+    return np.where(np.abs(values) < 2.0 ** -126, np.copysign(0.0, values), values)
+
+
+def _pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """a and b as float64 with K padded by +0 to whole pairs, as the kernels pack them."""
+    k = a.shape[1] + a.shape[1] % 2
+    padded_a, padded_b = np.zeros((a.shape[0], k)), np.zeros((k, b.shape[1]))
+    padded_a[:, :a.shape[1]], padded_b[:b.shape[0]] = a, b
+    return padded_a, padded_b
+
+
+def _reference_f32(a: np.ndarray, b: np.ndarray, total: np.ndarray) -> np.ndarray:
+    for p in range(a.shape[1]):
+        product = np.multiply.outer(a[:, p].astype(np.float64), b[p].astype(np.float64))
+        total = _nearest_f32(total.astype(np.float64), product)
     return total
+
+
+def _reference_f16(a: np.ndarray, b: np.ndarray, total: np.ndarray) -> np.ndarray:
+    a, b = _pairs(a, b)
+    for p in range(0, a.shape[1], 2):
+        dot = _nearest_f32(np.multiply.outer(a[:, p], b[p]),
+                           np.multiply.outer(a[:, p + 1], b[p + 1]))
+        total = _nearest_f32(total.astype(np.float64), dot.astype(np.float64))
+    return total
+
+
+def _reference_bf16(a: np.ndarray, b: np.ndarray, total: np.ndarray) -> np.ndarray:
+    a, b = _pairs(_flush_f32(a), _flush_f32(b))
+    zero = np.zeros(total.shape)
+    for p in range(0, a.shape[1], 2):
+        first = _odd_f32(np.multiply.outer(a[:, p], b[p]), zero)
+        second = _odd_f32(np.multiply.outer(a[:, p + 1], b[p + 1]), zero)
+        pair = _odd_f32(first.astype(np.float64), second.astype(np.float64))
+        total = _odd_f32(_flush_f32(total), pair.astype(np.float64))
+    return total
+
+
+def _fma64(addend: float, multiplicand: float, multiplier: float) -> float:
+    """addend + multiplicand·multiplier, exact and then rounded once to nearest even."""
+    exact = Fraction(addend) + Fraction(multiplicand) * Fraction(multiplier)
+    if exact == 0:           # -0 only when the product and the addend are both negative zeros
+        negative = (np.signbit(multiplicand) != np.signbit(multiplier)) and np.signbit(addend) \
+            and multiplicand * multiplier == 0 and addend == 0
+        return -0.0 if negative else 0.0
+    try:
+        return float(exact)  # int / int in Python rounds correctly, subnormals included
+    except OverflowError:
+        return float(np.copysign(np.inf, float(exact.numerator)))
+
+
+def _reference_f64(a: np.ndarray, b: np.ndarray, total: np.ndarray) -> np.ndarray:
+    for i in range(total.shape[0]):
+        for j in range(total.shape[1]):
+            element = float(total[i, j])
+            for p in range(a.shape[1]):
+                element = _fma64(element, float(a[i, p]), float(b[p, j]))
+            total[i, j] = element
+    return total
+
+
+_REFERENCES = {"float32": _reference_f32, "float64": _reference_f64, "float16": _reference_f16,
+               "bfloat16": _reference_bf16}

@@ -1,11 +1,13 @@
 """The kernel library (sw/kernels) and the numpy operators on it (sw/ops).
 
-* The fp32 GEMM kernels give results bit-identical to :func:`zatile.sw.ops.matmul_reference`
-  on the model at every SVL, for shapes with tails on every edge, K = 1 included; the int8
-  kernels (signed, unsigned, mixed) equal numpy's int64 product wrapped to int32; the same
-  kernel bytes give the same bits under QEMU 10 and on the RTL.
+* The floating-point GEMM kernels (fp32, fp64, fp16 and bf16 → fp32) give results
+  bit-identical to :func:`zatile.sw.ops.matmul_reference` on the model at every SVL, for shapes
+  with tails on every edge, K = 1 included; the integer kernels (int8 → int32 and int16 → int64;
+  signed, unsigned, mixed) equal numpy's exact product wrapped to the result; the same kernel
+  bytes give the same bits under QEMU 10 and on the RTL.
 * The reference itself is checked against the exact Arm pseudocode (``sim/fpref.py``) element by
-  element, and is shown to tell a fused accumulation from an unfused one.
+  element for each type, and is shown to tell a fused accumulation from an unfused one, and
+  round-to-odd from round-to-nearest.
 * ACLE C calls the kernels through their prototypes, from a caller with live ZA too (the
   lazy-save scheme), and the caller's ZA and callee-saved V8 survive, on the model and on QEMU.
 * Bad operands raise TypeError/ValueError naming the argument.
@@ -21,12 +23,13 @@ import re
 import struct
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 from tests.conftest import need_tool
 from tests.test_real_programs import PROGRAMS, _need_zig, build_sources, run_oracle
-from zatile.sim.fpref import fmla_f32
+from zatile.sim.fpref import bfdotadd, fdotadd_f16, fmla_f32, fmla_f64
 from zatile.sw import toolchain
 from zatile.sw.abi.elf_process import run_program
 from zatile.sw.cli import main
@@ -63,8 +66,44 @@ def test_matmul_on_the_model_is_the_reference(m, n, k, svl):
     assert np.array_equal(_bits(out), _bits(expected))
 
 
+#: The other floating-point types: the scale of their operands' exponents, and the result type.
+FLOAT_TYPES = {np.float64: (500, np.float64), np.float16: (6, np.float32),
+               ml_dtypes.bfloat16: (40, np.float32)}
+
+
+def _typed_operands(dtype, m: int, n: int, k: int, seed: int):
+    """Operands of ``dtype`` over a wide exponent range, with signed zeros, and a C to add to."""
+    rng = np.random.default_rng(seed)
+    spread, result = FLOAT_TYPES[dtype]
+
+    def values(shape):
+        scale = 2.0 ** rng.integers(-spread, spread, shape)
+        array = (rng.standard_normal(shape) * scale).astype(dtype)
+        array.flat[rng.integers(0, array.size, array.size // 8)] = dtype(-0.0)
+        return array
+
+    return values((m, k)), values((k, n)), rng.standard_normal((m, n)).astype(result)
+
+
+def _same_bits(x: np.ndarray, y: np.ndarray) -> bool:
+    return x.dtype == y.dtype and np.array_equal(np.ascontiguousarray(x).view(np.uint8),
+                                                 np.ascontiguousarray(y).view(np.uint8))
+
+
+@pytest.mark.parametrize("svl", [128, 512])
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (19, 23, 7), (40, 9, 33), (65, 2, 4)])
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=lambda dtype: np.dtype(dtype).name)
+def test_other_float_matmuls_on_the_model_are_the_reference(dtype, m, n, k, svl):
+    _need_zig()
+    a, b, out = _typed_operands(dtype, m, n, k, seed=m + n + k)
+    assert _same_bits(matmul(a, b, svl=svl), matmul_reference(a, b))
+    expected = matmul_reference(a, b, out)
+    assert _same_bits(matmul(a, b, out=out, accumulate=True, svl=svl), expected)
+
+
 INTEGER_PAIRS = [(np.int8, np.int8), (np.uint8, np.uint8), (np.uint8, np.int8),
-                 (np.int8, np.uint8)]
+                 (np.int8, np.uint8), (np.int16, np.int16), (np.uint16, np.uint16),
+                 (np.uint16, np.int16), (np.int16, np.uint16)]
 
 
 def _integers(dtype, shape, rng) -> np.ndarray:
@@ -80,11 +119,19 @@ def test_integer_matmul_on_the_model_is_exact(a_type, b_type, m, n, k, svl):
     _need_zig()
     rng = np.random.default_rng(m + n + k + svl)
     a, b = _integers(a_type, (m, k), rng), _integers(b_type, (k, n), rng)
-    exact = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
-    assert np.array_equal(matmul(a, b, svl=svl), exact)
-    out = rng.integers(-2 ** 31, 2 ** 31, (m, n)).astype(np.int32)     # wraps modulo 2^32
-    expected = (out.astype(np.int64) + exact).astype(np.int32)
+    result = np.int32 if np.dtype(a_type).itemsize == 1 else np.int64
+    exact = (a.astype(object) @ b.astype(object))            # Python integers: no overflow
+    assert np.array_equal(matmul(a, b, svl=svl), _wrap(exact, result))
+    out = _integers(result, (m, n), rng)                      # the sum wraps modulo 2^32 or 2^64
+    expected = _wrap(out.astype(object) + exact, result)
     assert np.array_equal(matmul(a, b, out=out, accumulate=True, svl=svl), expected)
+
+
+def _wrap(values: np.ndarray, dtype) -> np.ndarray:
+    """Python integers wrapped to a two's complement dtype."""
+    bits = np.iinfo(dtype).bits
+    return np.vectorize(lambda value: (value + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1),
+                        otypes=[object])(values).astype(dtype)
 
 
 @pytest.mark.parametrize("svl", [128, 512])
@@ -101,6 +148,12 @@ def test_matmul_under_qemu_gives_the_same_bits(svl):
     for a_type, b_type in INTEGER_PAIRS:
         a, b = _integers(a_type, (19, 13), rng), _integers(b_type, (13, 23), rng)
         assert np.array_equal(matmul(a, b, backend="qemu", svl=svl), matmul(a, b, svl=svl))
+    for dtype in FLOAT_TYPES:
+        a, b, out = _typed_operands(dtype, 19, 23, 7, seed=svl)
+        assert _same_bits(matmul(a, b, backend="qemu", svl=svl), matmul_reference(a, b))
+        expected = matmul_reference(a, b, out)
+        assert _same_bits(matmul(a, b, out=out, accumulate=True, backend="qemu", svl=svl),
+                          expected)
 
 
 def test_matmul_on_the_rtl_gives_the_same_bits():
@@ -113,6 +166,12 @@ def test_matmul_on_the_rtl_gives_the_same_bits():
     out = np.full((19, 23), 7, np.int32)
     matmul(a, b, out=out, accumulate=True, backend="rtl", svl=128)
     assert np.array_equal(out, a.astype(np.int32) @ b.astype(np.int32) + 7)
+    for dtype in FLOAT_TYPES:
+        a, b, out = _typed_operands(dtype, 19, 23, 7, seed=9)
+        assert _same_bits(matmul(a, b, backend="rtl", svl=128), matmul_reference(a, b))
+    a, b = _integers(np.int16, (9, 7), rng), _integers(np.uint16, (7, 5), rng)
+    assert np.array_equal(matmul(a, b, backend="rtl", svl=128),
+                          _wrap(a.astype(object) @ b.astype(object), np.int64))
 
 
 def test_reference_is_the_arm_fused_multiply_add_in_order():
@@ -126,6 +185,56 @@ def test_reference_is_the_arm_fused_multiply_add_in_order():
             for p in range(9):
                 total = fmla_f32(total, int(_bits(a)[i, p]), int(_bits(b)[p, j]), 0)
             assert total == reference.view(np.uint32)[i, j], (i, j)
+
+
+def _reference_by_pseudocode(dtype, a, b, c) -> np.ndarray:
+    """The kernels' result element by element from sim/fpref.py (K padded to pairs by +0)."""
+    unsigned = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+    a_bits = np.ascontiguousarray(a).view(unsigned[a.itemsize])
+    b_bits = np.ascontiguousarray(b).view(unsigned[b.itemsize])
+    total = np.ascontiguousarray(c).view(unsigned[c.itemsize]).copy()
+    k = a.shape[1]
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            row, column = [int(value) for value in a_bits[i]], [int(value) for value in b_bits[:, j]]
+            element = int(total[i, j])
+            if dtype is np.float64:
+                for p in range(k):
+                    element = fmla_f64(element, row[p], column[p], 0)
+            else:
+                row, column = row + [0] * (k % 2), column + [0] * (k % 2)
+                for p in range(0, len(row), 2):
+                    element = (fdotadd_f16(element, row[p], row[p + 1], column[p], column[p + 1], 0)
+                               if dtype is np.float16 else
+                               bfdotadd(element, row[p], row[p + 1], column[p], column[p + 1]))
+            total[i, j] = element
+    return total.view(c.dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES, ids=lambda dtype: np.dtype(dtype).name)
+def test_reference_of_the_other_types_is_the_arm_pseudocode(dtype):
+    """Subnormal, huge and signed-zero operands and addends included (bf16 flushes them)."""
+    a, b, c = _typed_operands(dtype, 6, 5, 9, seed=11)
+    tiny = np.finfo(np.float32 if dtype is ml_dtypes.bfloat16 else dtype).smallest_subnormal
+    a[0, :3], c[1, 1], c[2, 2] = dtype(tiny), tiny, -0.0
+    assert _same_bits(matmul_reference(a, b, c), _reference_by_pseudocode(dtype, a, b, c))
+
+
+def test_bfloat16_reference_rounds_to_odd():
+    """(1 + 2^-7)² = 1 + 2^-6 + 2^-14, plus 2^-30: round to nearest gives 1 + 2^-6 + 2^-14,
+    round to odd sets the last bit of the float32."""
+    one = ml_dtypes.bfloat16(1 + 2 ** -7)
+    a, b = np.array([[one, 1]], ml_dtypes.bfloat16), np.array([[one], [2 ** -30]],
+                                                               ml_dtypes.bfloat16)
+    nearest = np.float32(1 + 2 ** -6 + 2 ** -14)
+    assert matmul_reference(a, b)[0, 0].view(np.uint32) == nearest.view(np.uint32) | 1
+
+
+def test_reference_rejects_mixed_or_unknown_dtypes():
+    with pytest.raises(TypeError, match="not float32 and float64"):
+        matmul_reference(np.ones((1, 1), np.float32), np.ones((1, 1)))
+    with pytest.raises(TypeError, match="not int8 and int8"):
+        matmul_reference(np.ones((1, 1), np.int8), np.ones((1, 1), np.int8))
 
 
 def test_reference_tells_fused_from_unfused_accumulation():
@@ -142,19 +251,25 @@ def test_reference_tells_fused_from_unfused_accumulation():
 def test_generated_kernel_is_readable_and_follows_the_sme_interface(name):
     kernel = GEMM_KERNELS[name]
     source = gemm_kernel(name, kernel)
-    mopa = {"f32": "fmopa", "s8": "smopa", "u8": "umopa", "u8s8": "usmopa",
-            "s8u8": "sumopa"}[kernel.types]
-    load = "ld1w" if kernel.types == "f32" else "ld1b"
+    mopa, load, tile = {
+        "f32": ("fmopa", "ld1w", "s"), "f64": ("fmopa", "ld1d", "d"),
+        "f16": ("fmopa", "ld1h", "s"), "bf16": ("bfmopa", "ld1h", "s"),
+        "s8": ("smopa", "ld1b", "s"), "u8": ("umopa", "ld1b", "s"),
+        "u8s8": ("usmopa", "ld1b", "s"), "s8u8": ("sumopa", "ld1b", "s"),
+        "s16": ("smopa", "ld1h", "d"), "u16": ("umopa", "ld1h", "d"),
+        "u16s16": ("usmopa", "ld1h", "d"), "s16u16": ("sumopa", "ld1h", "d")}[kernel.types]
     vector_loads = re.findall(rf"{load} +{{z\d", source)
     assert source.count(f"{mopa:<7} za") == 4 and len(vector_loads) == 4    # one load a MOPA
+    assert source.count(f"{mopa:<7} za0.{tile}") == 1
     for required in ("bl      __arm_tpidr2_save", "msr     tpidr2_el0, xzr", "smstart", "smstop",
                      "stp     d8, d9", "ldp     d14, d15", "whilelt p3.", "// a_lo"):
         assert required in source, required
-    assert ("ld1w    {za0h.s" in source) == kernel.accumulate            # C read only to add
+    c_load = f"ld1{'w' if tile == 's' else 'd'}    {{za0h.{tile}"
+    assert (c_load in source) == kernel.accumulate                     # C read only to add
     with pytest.raises(ValueError, match="C identifier"):
         gemm_kernel("bad name", kernel)
-    with pytest.raises(ValueError, match="unknown GEMM types 'f64'"):
-        gemm_kernel(name, GemmKernel("f64", False))
+    with pytest.raises(ValueError, match="unknown GEMM types 'f8'"):
+        gemm_kernel(name, GemmKernel("f8", False))
 
 
 def _caller() -> Path:
@@ -194,7 +309,8 @@ def test_library_is_one_cached_executable():
 @pytest.mark.parametrize("arguments, keywords, error, message", [
     (([[1.0]], np.ones((1, 1), np.float32)), {}, TypeError, "a must be a numpy array"),
     ((np.ones((2, 3), np.float64), np.ones((3, 2), np.float32)), {}, TypeError,
-     "dtypes float64 and float32; matmul supports float32 x float32, int8 x int8"),
+     "dtypes float64 and float32; matmul supports float32 x float32, float64 x float64, "
+     "float16 x float16, bfloat16 x bfloat16, int8 x int8"),
     ((np.ones((2, 3), np.float32), np.ones((2, 2), np.float32)), {}, ValueError,
      r"a's columns \(3\) must equal b's rows \(2\)"),
     ((np.ones(3, np.float32), np.ones((3, 2), np.float32)), {}, ValueError, "a must be 2-D"),
@@ -241,7 +357,8 @@ def test_bench_gemm_utilization_on_the_rtl(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["bench", "gemm", "--dtype", "bf16"], "expected dtypes from fp32, int8, not 'bf16'"),
+    (["bench", "gemm", "--dtype", "fp8"],
+     "expected dtypes from fp32, fp64, fp16, bf16, int8, int16, not 'fp8'"),
     (["bench", "--size", "1", "2", "3"], "belong to 'zatile bench gemm'"),
     (["bench", "gemm", "--workloads", "mopa"], "does not apply"),
     (["bench", "gemm", "--svl", "128", "--size", "2", "2", "2", "--plot", "x.png"],

@@ -1,19 +1,20 @@
 """A64 assembly for vector-length-agnostic SME GEMM kernels (the TVM / KleidiAI 2VL×2VL shape).
 
-:func:`gemm_kernel` writes one kernel ``C = A·B`` (or ``C += A·B``) with 32-bit results: fp32
-with FMOPA, or int8 → int32 with the 4-way SMOPA, UMOPA, USMOPA (unsigned A, signed B) and
-SUMOPA. :data:`GEMM_KERNELS` names every kernel of the library.
+:func:`gemm_kernel` writes one kernel ``C = A·B`` (or ``C += A·B``) for a type pair of
+:data:`GEMM_TYPES`: fp32 and fp64 with FMOPA; fp16 and bf16 → fp32 with the 2-way widening
+FMOPA and BFMOPA; int8 → int32 and int16 → int64 with the 4-way SMOPA, UMOPA, USMOPA
+(unsigned A, signed B) and SUMOPA. :data:`GEMM_KERNELS` names every kernel of the library.
 
-* Operands are packed: a *k group* is the 1 (fp32) or 4 (int8) consecutive k values one
-  outer product consumes per element. ``a`` holds, for each k group, the M rows of A with their
-  group's values side by side (so one column block of A is one contiguous vector load); ``b``
-  holds, for each k group, the N columns of B likewise; both are zero-padded to whole groups.
-  A k group of one row is 4 bytes for every type, so the strides are the same for all.
-  ``c`` is M rows of N 32-bit elements.
-* Blocking: 2VL×2VL blocks of C over the four ``.S`` tiles (VL = 32-bit elements per vector):
-  per k group four predicated vector loads (a_lo, a_hi, b_lo, b_hi) feed four outer products
-  into ZA0-ZA3 (one load per outer product). Tails are WHILELT predicates on every edge, so any
-  M, N, K ≥ 1 works; K = 0 stores zeros (or leaves C).
+* Operands are packed: a *k group* is the 1, 2 or 4 consecutive k values one outer product
+  consumes per element (its result size over its operand size). ``a`` holds, for each k group,
+  the M rows of A with their group's values side by side (so one column block of A is one
+  contiguous vector load); ``b`` holds, for each k group, the N columns of B likewise; both are
+  zero-padded to whole groups. A k group of one row is as wide as one result element (4 or 8
+  bytes). ``c`` is M rows of N result elements.
+* Blocking: 2VL×2VL blocks of C over the four tiles ZA0-ZA3 of the result's size (VL = result
+  elements per vector): per k group four predicated vector loads (a_lo, a_hi, b_lo, b_hi) feed
+  four outer products into ZA0-ZA3 (one load per outer product). Tails are WHILELT predicates
+  on every edge, so any M, N, K ≥ 1 works; K = 0 stores zeros (or leaves C).
 * Read-out: one predicated horizontal-slice store per row of each tile, only for rows below M.
 * Interface (AAPCS64, docs/abi.md and the SME lazy-save scheme): a *non-streaming, private-ZA*
   function, locally streaming with new ZA — callable from any C code. Prologue: save D8-D15 (the
@@ -31,7 +32,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GemmType", "GEMM_TYPES", "GemmKernel", "GEMM_KERNELS", "gemm_kernel"]
+import ml_dtypes
+import numpy as np
+
+__all__ = ["GemmType", "GEMM_TYPES", "GemmKernel", "GEMM_KERNELS", "gemm_kernel", "numpy_dtype"]
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype a :class:`GemmType` names (``bfloat16`` is ml_dtypes')."""
+    return np.dtype(ml_dtypes.bfloat16 if name == "bfloat16" else name)
 
 
 @dataclass(frozen=True)
@@ -40,8 +49,8 @@ class GemmType:
 
     Attributes
     ----------
-    a, b : str
-        The numpy dtypes of A and B.
+    a, b, result : str
+        The numpy dtypes of A, B and C (``bfloat16`` is ml_dtypes').
     group : int
         k values per outer product (the packing's k group).
     load : str
@@ -54,20 +63,38 @@ class GemmType:
 
     a: str
     b: str
+    result: str
     group: int
     load: str
     suffix: str
     shift: int
     mopa: str
 
+    @property
+    def result_shift(self) -> int:
+        """log2 of the result element size: a k group of one row is ``group`` operands."""
+        return self.shift + self.group.bit_length() - 1
+
+    @property
+    def tile(self) -> str:
+        """The element suffix of the result tiles: ``s`` or ``d``."""
+        return "s" if self.result_shift == 2 else "d"
+
 
 #: The type pairs, by the name the kernels carry.
 GEMM_TYPES = {
-    "f32": GemmType("float32", "float32", 1, "ld1w", "s", 2, "fmopa"),
-    "s8": GemmType("int8", "int8", 4, "ld1b", "b", 0, "smopa"),
-    "u8": GemmType("uint8", "uint8", 4, "ld1b", "b", 0, "umopa"),
-    "u8s8": GemmType("uint8", "int8", 4, "ld1b", "b", 0, "usmopa"),
-    "s8u8": GemmType("int8", "uint8", 4, "ld1b", "b", 0, "sumopa"),
+    "f32": GemmType("float32", "float32", "float32", 1, "ld1w", "s", 2, "fmopa"),
+    "f64": GemmType("float64", "float64", "float64", 1, "ld1d", "d", 3, "fmopa"),
+    "f16": GemmType("float16", "float16", "float32", 2, "ld1h", "h", 1, "fmopa"),
+    "bf16": GemmType("bfloat16", "bfloat16", "float32", 2, "ld1h", "h", 1, "bfmopa"),
+    "s8": GemmType("int8", "int8", "int32", 4, "ld1b", "b", 0, "smopa"),
+    "u8": GemmType("uint8", "uint8", "int32", 4, "ld1b", "b", 0, "umopa"),
+    "u8s8": GemmType("uint8", "int8", "int32", 4, "ld1b", "b", 0, "usmopa"),
+    "s8u8": GemmType("int8", "uint8", "int32", 4, "ld1b", "b", 0, "sumopa"),
+    "s16": GemmType("int16", "int16", "int64", 4, "ld1h", "h", 1, "smopa"),
+    "u16": GemmType("uint16", "uint16", "int64", 4, "ld1h", "h", 1, "umopa"),
+    "u16s16": GemmType("uint16", "int16", "int64", 4, "ld1h", "h", 1, "usmopa"),
+    "s16u16": GemmType("int16", "uint16", "int64", 4, "ld1h", "h", 1, "sumopa"),
 }
 
 
@@ -84,41 +111,42 @@ GEMM_KERNELS = {f"zatile_gemm{'_acc' if accumulate else ''}_{types}": GemmKernel
                 for types in GEMM_TYPES for accumulate in (False, True)}
 
 
-def _block_rows(name: str, label: str, top: bool, load: bool) -> list[str]:
+def _block_rows(name: str, label: str, kind: GemmType, top: bool, load: bool) -> list[str]:
     """Move the rows of one half of a 2VL×2VL block between C and ZA.
 
     ``x15`` points at the half's first row in C; ``x16`` is how many of its rows lie below M.
     The top half is ZA0 (left) and ZA1 (right), the bottom half ZA2 and ZA3.
     """
     left, right = ("za0h", "za1h") if top else ("za2h", "za3h")
-    op = "ld1w" if load else "st1w"
+    t, shift = kind.tile, kind.result_shift
+    op = f"{'ld1' if load else 'st1'}{'w' if t == 's' else 'd'}"
     governing = ("p4/z", "p5/z") if load else ("p4", "p5")
     return [
         "        mov     w12, #0",
         f".L{name}_{label}:",
-        f"        {op}    {{{left}.s[w12, 0]}}, {governing[0]}, [x15]",
-        f"        {op}    {{{right}.s[w12, 0]}}, {governing[1]}, [x15, x6, lsl #2]",
-        "        add     x15, x15, x4, lsl #2      // next row of C",
+        f"        {op}    {{{left}.{t}[w12, 0]}}, {governing[0]}, [x15]",
+        f"        {op}    {{{right}.{t}[w12, 0]}}, {governing[1]}, [x15, x6, lsl #{shift}]",
+        f"        add     x15, x15, x4, lsl #{shift}      // next row of C",
         "        add     w12, w12, #1",
         "        cmp     x12, x16",
         f"        b.lo    .L{name}_{label}",
     ]
 
 
-def _c_rows(name: str, label: str, load: bool) -> list[str]:
+def _c_rows(name: str, label: str, kind: GemmType, load: bool) -> list[str]:
     """Both halves of the current block: the top half's rows, then the bottom half's, if any."""
     return [
         "        madd    x15, x8, x4, x10          // &C[i0][j0]",
-        "        add     x15, x2, x15, lsl #2",
+        f"        add     x15, x2, x15, lsl #{kind.result_shift}",
         "        sub     x16, x3, x8               // top half: min(M - i0, VL) rows",
         "        cmp     x16, x6",
         "        csel    x16, x16, x6, lo",
-        *_block_rows(name, f"{label}_top", True, load),
+        *_block_rows(name, f"{label}_top", kind, True, load),
         "        subs    x16, x3, x9               // bottom half: min(M - i0 - VL, VL) rows",
         f"        b.ls    .L{name}_{label}_done",
         "        cmp     x16, x6",
         "        csel    x16, x16, x6, lo",
-        *_block_rows(name, f"{label}_bottom", False, load),
+        *_block_rows(name, f"{label}_bottom", kind, False, load),
         f".L{name}_{label}_done:",
     ]
 
@@ -138,8 +166,13 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
     kind, accumulate = GEMM_TYPES[kernel.types], kernel.accumulate
     load, t, group = kind.load, kind.suffix, kind.group
     index = f"x17, lsl #{kind.shift}" if kind.shift else "x17"
-    count = ("cntb", "cnth", "cntw", "cntd")[kind.shift]
-    start_block = (_c_rows(name, "load", load=True) if accumulate
+    counts = ("cntb", "cnth", "cntw", "cntd")
+    count, tile, shift = counts[kind.shift], kind.tile, kind.result_shift
+    bits = 8 << shift
+    header = [f"        .arch_extension {extension}" for extension, needed in (
+        ("sme-f64f64", kind.mopa == "fmopa" and tile == "d"),
+        ("sme-i16i64", kind.mopa != "fmopa" and tile == "d")) if needed]
+    start_block = (_c_rows(name, "load", kind, load=True) if accumulate
                    else ["        // C is not read: the block starts from zero"])
     if group == 1:
         predicates = [
@@ -149,24 +182,26 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
             f"        whilelt p2.{t}, x10, x4             // columns of the left half",
             f"        whilelt p3.{t}, x11, x4             // columns of the right half"]
     else:
-        shift = group.bit_length() - 1
+        group_shift = group.bit_length() - 1
         predicates = [
-            f"        lsl     x15, x8, #{shift}                // in {t} elements: {group} per row",
-            f"        lsl     x16, x3, #{shift}",
+            f"        lsl     x15, x8, #{group_shift}                // in {t} elements: "
+            f"{group} per row",
+            f"        lsl     x16, x3, #{group_shift}",
             f"        whilelt p0.{t}, x15, x16            // rows of the top half",
             "        add     x15, x15, x17",
             f"        whilelt p1.{t}, x15, x16            // rows of the bottom half"]
         column_predicates = [
-            f"        lsl     x15, x10, #{shift}",
-            f"        lsl     x16, x4, #{shift}",
+            f"        lsl     x15, x10, #{group_shift}",
+            f"        lsl     x16, x4, #{group_shift}",
             f"        whilelt p2.{t}, x15, x16            // columns of the left half",
             "        add     x15, x15, x17",
             f"        whilelt p3.{t}, x15, x16            // columns of the right half"]
     operation = "+=" if accumulate else "="
     lines = [
         f"// {name}(a, b, c, m, n, k_groups): C {operation} A * B, {kind.a} x {kind.b} "
-        f"-> 32 bits, {kind.mopa} on 2VL x 2VL blocks of ZA0-ZA3.",
+        f"-> {kind.result}, {kind.mopa} on 2VL x 2VL blocks of ZA0-ZA3.",
         "// Generated by zatile.sw.kernels.gemm; see its docstring for the interface.",
+        *header,
         "        .text",
         f"        .globl  {name}",
         f"        .type   {name}, %function",
@@ -185,7 +220,7 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         "        msr     tpidr2_el0, xzr",
         f".L{name}_committed:",
         "        smstart                           // PSTATE.SM = PSTATE.ZA = 1",
-        "        cntw    x6                        // VL: 32-bit elements per vector",
+        f"        {counts[shift]}    x6                        // VL: {bits}-bit elements per vector",
         "        lsl     x7, x6, #1                // 2VL: the block edge",
         f"        {count}    x17                       // {load} elements per vector",
         "        mov     x8, #0                    // i0: first row of the block",
@@ -200,12 +235,12 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         f"        b.hs    .L{name}_next_rows",
         "        add     x11, x10, x6              // j0 + VL",
         *column_predicates,
-        "        whilelt p4.s, x10, x4             // C columns of the left half",
-        "        whilelt p5.s, x11, x4             // C columns of the right half",
+        f"        whilelt p4.{tile}, x10, x4             // C columns of the left half",
+        f"        whilelt p5.{tile}, x11, x4             // C columns of the right half",
         "        zero    {za}",
         *start_block,
-        "        add     x13, x0, x8, lsl #2       // the block's first k group of A",
-        "        add     x14, x1, x10, lsl #2      // the block's first k group of B",
+        f"        add     x13, x0, x8, lsl #{shift}       // the block's first k group of A",
+        f"        add     x14, x1, x10, lsl #{shift}      // the block's first k group of B",
         "        mov     x12, x5                   // k groups left",
         f"        cbz     x12, .L{name}_store",
         f".L{name}_k:",
@@ -213,16 +248,17 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         f"        {load}    {{z1.{t}}}, p1/z, [x13, {index}]    // a_hi",
         f"        {load}    {{z2.{t}}}, p2/z, [x14]                // b_lo",
         f"        {load}    {{z3.{t}}}, p3/z, [x14, {index}]    // b_hi",
-        f"        {kind.mopa:<7} za0.s, p0/m, p2/m, z0.{t}, z2.{t}",
-        f"        {kind.mopa:<7} za1.s, p0/m, p3/m, z0.{t}, z3.{t}",
-        f"        {kind.mopa:<7} za2.s, p1/m, p2/m, z1.{t}, z2.{t}",
-        f"        {kind.mopa:<7} za3.s, p1/m, p3/m, z1.{t}, z3.{t}",
-        "        add     x13, x13, x3, lsl #2      // next k group of A (4 bytes per row)",
-        "        add     x14, x14, x4, lsl #2      // next k group of B",
+        f"        {kind.mopa:<7} za0.{tile}, p0/m, p2/m, z0.{t}, z2.{t}",
+        f"        {kind.mopa:<7} za1.{tile}, p0/m, p3/m, z0.{t}, z3.{t}",
+        f"        {kind.mopa:<7} za2.{tile}, p1/m, p2/m, z1.{t}, z2.{t}",
+        f"        {kind.mopa:<7} za3.{tile}, p1/m, p3/m, z1.{t}, z3.{t}",
+        f"        add     x13, x13, x3, lsl #{shift}      // next k group of A "
+        f"({1 << shift} bytes per row)",
+        f"        add     x14, x14, x4, lsl #{shift}      // next k group of B",
         "        subs    x12, x12, #1",
         f"        b.ne    .L{name}_k",
         f".L{name}_store:",
-        *_c_rows(name, "store", load=False),
+        *_c_rows(name, "store", kind, load=False),
         "        add     x10, x10, x7",
         f"        b       .L{name}_columns",
         f".L{name}_next_rows:",

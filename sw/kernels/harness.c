@@ -1,7 +1,7 @@
 // The kernel library's command-line harness, for backends that run whole programs (QEMU):
 //   harness FUNCTION M N K_GROUPS INPUT OUTPUT
-// reads the packed A (K_GROUPS x M x 4 bytes), the packed B (K_GROUPS x N x 4 bytes) and, for
-// an accumulating kernel, C (M x N x 4 bytes) from INPUT, calls FUNCTION and writes C to
+// reads the packed A (K_GROUPS x M x E bytes), the packed B (K_GROUPS x N x E bytes) and, for
+// an accumulating kernel, C (M x N x E bytes) from INPUT, E being the kernel's result size, calls FUNCTION and writes C to
 // OUTPUT. Exit status 2 on bad arguments or I/O errors.
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +32,10 @@ int main(int argc, char **argv) {
     }
     uint64_t m = strtoull(argv[2], 0, 0), n = strtoull(argv[3], 0, 0);
     uint64_t groups = strtoull(argv[4], 0, 0);
-    size_t a_bytes = groups * m * 4, b_bytes = groups * n * 4, c_bytes = m * n * 4;
+    size_t size = kernel->element_bytes;
+    size_t a_bytes = groups * m * size, b_bytes = groups * n * size, c_bytes = m * n * size;
     char *input = malloc(a_bytes + b_bytes + c_bytes + 1);
-    char *c = malloc(c_bytes + 4);
+    char *c = malloc(c_bytes + size);
     if (!input || !c ||
         !transfer(argv[5], "rb", input, a_bytes + b_bytes + (kernel->accumulate ? c_bytes : 0)))
         return 2;

@@ -8,6 +8,7 @@ struct kernel {
     const char *name;
     gemm_function function;
     int accumulate;
+    int element_bytes;  /* of C, and of one row's k group of A and B */
 };
 
 extern const struct kernel KERNELS[];
