@@ -25,7 +25,7 @@ from zatile.sim.tools import find_tool
 from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
 from zatile.sw.abi.rtl_exec import call_rtl
 from zatile.sw.kernels import library
-from zatile.sw.kernels.gemm import GEMM_TYPES, numpy_dtype
+from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype
 
 __all__ = ["BACKENDS", "matmul", "matmul_reference"]
 
@@ -70,11 +70,11 @@ def _pack(matrix: np.ndarray, group: int, columns_of_a: bool) -> bytes:
 
 
 def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
-           accumulate: bool = False, backend: str = "model", svl: int = 512,
-           stats: dict | None = None) -> np.ndarray:
-    """``A @ B`` (or ``out += A @ B``) on the engine.
+           accumulate: bool = False, bias=None, clamp=None, backend: str = "model",
+           svl: int = 512, stats: dict | None = None) -> np.ndarray:
+    """``A @ B`` (or ``out += A @ B``), optionally ``+ bias`` and clamped, on the engine.
 
-    The kernels are ``zatile_gemm[_acc]_<types>`` (:mod:`zatile.sw.kernels.gemm`): 2VL×2VL
+    The kernels are ``zatile_gemm[_acc]_<types>[_bias_clamp]`` (:mod:`zatile.sw.kernels.gemm`): 2VL×2VL
     blocks over the four ZA tiles with predicated tails, vector-length agnostic. The operands
     are packed on the host (A transposed into k groups, so one column block of A is one
     contiguous vector load).
@@ -97,6 +97,13 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
         A C-contiguous (M, N) array of the result dtype.
     accumulate : bool
         Add the product to ``out`` (which must then be given).
+    bias : array_like, optional
+        N values (converted to the result dtype) added to the columns of the floating-point
+        result after the product, each with one rounding to nearest even, in the kernel's
+        epilogue.
+    clamp : tuple of two floats, optional
+        ``(low, high)``: the epilogue then clamps every element to that range (FMAX, FMIN);
+        ReLU is ``(0, inf)``. With a bias and no clamp the range is (-inf, inf).
     backend : str
         ``model``, ``rtl`` or ``qemu``.
     svl : int
@@ -134,12 +141,13 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
                              f"{_describe(out)}")
     elif accumulate:
         raise ValueError("accumulate=True adds to out: give out")
-    function = f"zatile_gemm{'_acc' if accumulate else ''}_{types}"
-    operands = [_pack(a, kind.group, columns_of_a=True), _pack(b, kind.group, columns_of_a=False)]
-    if accumulate:
-        operands.append(out.tobytes())
-    result, counters = _RUNNERS[backend](function, (m, n, -(-k // kind.group)), operands,
-                                         m * n * result_dtype.itemsize, svl)
+    epilogue = bias is not None or clamp is not None
+    operands = [_pack(a, kind.group, columns_of_a=True), _pack(b, kind.group, columns_of_a=False),
+                out.tobytes() if accumulate else bytes(m * n * result_dtype.itemsize)]
+    if epilogue:
+        operands += _epilogue_operands(bias, clamp, n, result_dtype)
+    function = GemmKernel(types, accumulate, epilogue).name
+    result, counters = _RUNNERS[backend](function, (m, n, -(-k // kind.group)), operands, svl)
     if stats is not None:
         stats.update(counters)
     product = np.frombuffer(result, result_dtype).reshape(m, n)
@@ -156,21 +164,37 @@ def _describe(value) -> str:
     return repr(value)
 
 
-def _placement(sizes, operands: list[bytes], result_bytes: int):
-    """Where the operands and the result go in the library's address space (page-aligned, a
-    guard page between): the kernel's arguments, the ``inputs`` to write and the result's
-    ``(address, length)``. An accumulating kernel's third operand is C itself."""
+def _epilogue_operands(bias, clamp, n: int, dtype: np.dtype) -> list[bytes]:
+    """The epilogue kernels' bias and clamp operands, checked (-0 adds nothing, not even to -0)."""
+    if dtype.kind != "f":
+        raise TypeError(f"bias and clamp apply to floating-point results, not {dtype}")
+    values = np.full(n, -0.0, dtype) if bias is None else np.asarray(bias)
+    if values.shape != (n,):
+        raise ValueError(f"bias must have shape ({n},), not {values.shape}")
+    try:
+        low, high = (-np.inf, np.inf) if clamp is None else (float(value) for value in clamp)
+    except (TypeError, ValueError):
+        raise ValueError(f"clamp must be (low, high), not {clamp!r}") from None
+    if not low <= high:
+        raise ValueError(f"clamp must be (low, high) with low <= high, not {clamp!r}")
+    return [values.astype(dtype).tobytes(), np.array([low, high], dtype).tobytes()]
+
+
+def _placement(sizes, operands: list[bytes]):
+    """Where the operands go in the library's address space (page-aligned, a guard page
+    between): the kernel's arguments, the ``inputs`` to write and the result's ``(address,
+    length)``. Operands are A, B, C (the result, read only by an accumulating kernel), then
+    the epilogue's bias and clamp if any."""
     addresses, cursor = [], _BUFFERS
-    for size in [*(len(data) for data in operands), result_bytes]:
+    for data in operands:
         addresses.append(cursor)
-        cursor += (size + _PAGE - 1) // _PAGE * _PAGE + _PAGE
-    c_address = addresses[2] if len(operands) == 3 else addresses[-1]
-    inputs = list(zip(addresses, [*operands, bytes(result_bytes)]))
-    return [addresses[0], addresses[1], c_address, *sizes], inputs, (c_address, result_bytes)
+        cursor += (len(data) + _PAGE - 1) // _PAGE * _PAGE + _PAGE
+    arguments = [*addresses[:3], *sizes, *addresses[3:]]
+    return arguments, list(zip(addresses, operands)), (addresses[2], len(operands[2]))
 
 
-def _run_model(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int):
-    arguments, inputs, result = _placement(sizes, operands, result_bytes)
+def _run_model(function: str, sizes, operands: list[bytes], svl: int):
+    arguments, inputs, result = _placement(sizes, operands)
     path = library()
     process = ElfProcess(load_elf_image(path), [str(path)], svl=svl, stdout=io.BytesIO(),
                          stderr=io.BytesIO())
@@ -178,8 +202,8 @@ def _run_model(function: str, sizes, operands: list[bytes], result_bytes: int, s
     return product, counts
 
 
-def _run_rtl(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int):
-    arguments, inputs, result = _placement(sizes, operands, result_bytes)
+def _run_rtl(function: str, sizes, operands: list[bytes], svl: int):
+    arguments, inputs, result = _placement(sizes, operands)
     (product,), figures = call_rtl(library(), function, arguments, inputs=inputs,
                                    outputs=[result], svl=svl)
     perf = figures["engine_perf"]
@@ -188,7 +212,7 @@ def _run_rtl(function: str, sizes, operands: list[bytes], result_bytes: int, svl
                      "memory_instructions": perf["retired_ldst"], "macs": perf["macs"]}
 
 
-def _run_qemu(function: str, sizes, operands: list[bytes], result_bytes: int, svl: int):
+def _run_qemu(function: str, sizes, operands: list[bytes], svl: int):
     with tempfile.TemporaryDirectory() as scratch:
         inputs, output = Path(scratch) / "input", Path(scratch) / "output"
         inputs.write_bytes(b"".join(operands))
@@ -204,8 +228,10 @@ def _run_qemu(function: str, sizes, operands: list[bytes], result_bytes: int, sv
 _RUNNERS = {"model": _run_model, "rtl": _run_rtl, "qemu": _run_qemu}
 
 
-def matmul_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
-    """The floating-point result the kernels give for ``a @ b`` (+ ``c``), computed without them.
+def matmul_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, bias=None,
+                     clamp=None) -> np.ndarray:
+    """The floating-point result the kernels give for ``a @ b`` (+ ``c``) (+ ``bias``, clamped),
+    computed without them.
 
     ``a`` and ``b`` share a dtype; ``c`` (default +0) is converted to the result dtype. For
     finite values (NaN payloads and infinities are not modelled):
@@ -219,6 +245,9 @@ def matmul_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) 
     * bfloat16 → float32: per pair, each product, then their sum, then the sum added to the
       element, every step rounded to odd with denormal inputs and results flushed to zero and
       overflow giving infinity (Arm BFMulH, FPAdd_BF16; BFMOPA without FEAT_EBF16).
+    * The epilogue: ``bias`` (converted to the result dtype) added with one rounding to nearest
+      even, then Arm FMAX with ``clamp[0]`` and FMIN with ``clamp[1]`` (of two zeros, max is +0
+      unless both are -0, min is -0 unless both are +0).
 
     float32 and float16 are vectorized in float64 without double rounding: products are exact
     there, and a sum is first rounded to odd (TwoSum's exact error moves an even result one
@@ -233,7 +262,14 @@ def matmul_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) 
     total = np.zeros((a.shape[0], b.shape[1]), result_dtype) if c is None \
         else np.array(c, result_dtype)
     with np.errstate(over="ignore", invalid="ignore"):
-        return _REFERENCES[a.dtype.name](a, b, total)
+        total = _REFERENCES[a.dtype.name](a, b, total)
+        if bias is not None:
+            total = total + np.asarray(bias).astype(result_dtype)
+    if clamp is not None:
+        low, high = (np.full_like(total, value) for value in clamp)
+        total = np.where((total < low) | ((total == low) & np.signbit(total)), low, total)
+        total = np.where((total > high) | ((total == high) & ~np.signbit(total)), high, total)
+    return total
 
 
 def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,8 @@
   bit-identical to :func:`zatile.sw.ops.matmul_reference` on the model at every SVL, for shapes
   with tails on every edge, K = 1 included; the integer kernels (int8 → int32 and int16 → int64;
   signed, unsigned, mixed) equal numpy's exact product wrapped to the result; the same kernel
-  bytes give the same bits under QEMU 10 and on the RTL.
+  bytes give the same bits under QEMU 10 and on the RTL. The same holds with the fused
+  epilogue (bias, clamp/ReLU) of the floating-point kernels.
 * The reference itself is checked against the exact Arm pseudocode (``sim/fpref.py``) element by
   element for each type, and is shown to tell a fused accumulation from an unfused one, and
   round-to-odd from round-to-nearest.
@@ -101,6 +102,42 @@ def test_other_float_matmuls_on_the_model_are_the_reference(dtype, m, n, k, svl)
     assert _same_bits(matmul(a, b, out=out, accumulate=True, svl=svl), expected)
 
 
+@pytest.mark.parametrize("svl", [128, 512])
+@pytest.mark.parametrize("dtype", [np.float32, *FLOAT_TYPES], ids=lambda dtype: np.dtype(dtype).name)
+def test_epilogue_on_the_model_is_the_reference(dtype, svl):
+    """bias, clamp and both, with and without accumulation, with tails on every edge."""
+    _need_zig()
+    if dtype is np.float32:
+        a, b = _operands(19, 23, 7, seed=12)
+        out = np.random.default_rng(12).standard_normal((19, 23)).astype(np.float32)
+    else:
+        a, b, out = _typed_operands(dtype, 19, 23, 7, seed=12)
+    scale = np.abs(matmul_reference(a, b)).max()
+    bias = np.random.default_rng(13).standard_normal(23) * scale
+    for keywords in ({"bias": bias}, {"clamp": (0, np.inf)},
+                     {"bias": bias, "clamp": (-scale / 4, scale / 2)}):
+        assert _same_bits(matmul(a, b, svl=svl, **keywords),
+                          matmul_reference(a, b, **keywords)), keywords
+        expected = matmul_reference(a, b, out, **keywords)
+        assert _same_bits(matmul(a, b, out=out.copy(), accumulate=True, svl=svl, **keywords),
+                          expected), keywords
+
+
+def test_epilogue_clamps_zeros_as_arm_fmax_and_fmin_do():
+    """-0 clamped to [+0, inf] is +0 (numpy's maximum may keep -0), +0 to [-inf, -0] is -0;
+    an absent bias adds -0, which keeps a -0."""
+    _need_zig()
+    a, b = np.array([[-1.0]], np.float32), np.array([[0.0]], np.float32)
+    negative_zero = np.array([[-0.0]], np.float32)                   # -1·0 + -0 = -0
+    for clamp, sign in (((0, np.inf), 0), ((-np.inf, -0.0), 1), (None, 1)):
+        result = matmul(a, b, out=negative_zero.copy() if sign else np.zeros((1, 1), np.float32),
+                        accumulate=True, clamp=clamp, bias=None if clamp else [-0.0], svl=128)
+        assert result[0, 0] == 0 and np.signbit(result[0, 0]) == sign, clamp
+        expected = matmul_reference(a, b, negative_zero if sign else np.zeros((1, 1)),
+                                    clamp=clamp, bias=None if clamp else [-0.0])
+        assert _same_bits(result, expected), clamp
+
+
 INTEGER_PAIRS = [(np.int8, np.int8), (np.uint8, np.uint8), (np.uint8, np.int8),
                  (np.int8, np.uint8), (np.int16, np.int16), (np.uint16, np.uint16),
                  (np.uint16, np.int16), (np.int16, np.uint16)]
@@ -154,6 +191,9 @@ def test_matmul_under_qemu_gives_the_same_bits(svl):
         expected = matmul_reference(a, b, out)
         assert _same_bits(matmul(a, b, out=out, accumulate=True, backend="qemu", svl=svl),
                           expected)
+        bias = np.linspace(-1, 1, 23)
+        assert _same_bits(matmul(a, b, bias=bias, clamp=(0, np.inf), backend="qemu", svl=svl),
+                          matmul_reference(a, b, bias=bias, clamp=(0, np.inf)))
 
 
 def test_matmul_on_the_rtl_gives_the_same_bits():
@@ -169,6 +209,10 @@ def test_matmul_on_the_rtl_gives_the_same_bits():
     for dtype in FLOAT_TYPES:
         a, b, out = _typed_operands(dtype, 19, 23, 7, seed=9)
         assert _same_bits(matmul(a, b, backend="rtl", svl=128), matmul_reference(a, b))
+    a, b = _operands(19, 23, 7, seed=10)
+    bias = np.linspace(-1, 1, 23)
+    assert _same_bits(matmul(a, b, bias=bias, clamp=(-0.5, 2), backend="rtl", svl=128),
+                      matmul_reference(a, b, bias=bias, clamp=(-0.5, 2)))
     a, b = _integers(np.int16, (9, 7), rng), _integers(np.uint16, (7, 5), rng)
     assert np.array_equal(matmul(a, b, backend="rtl", svl=128),
                           _wrap(a.astype(object) @ b.astype(object), np.int64))
@@ -258,7 +302,7 @@ def test_generated_kernel_is_readable_and_follows_the_sme_interface(name):
         "u8s8": ("usmopa", "ld1b", "s"), "s8u8": ("sumopa", "ld1b", "s"),
         "s16": ("smopa", "ld1h", "d"), "u16": ("umopa", "ld1h", "d"),
         "u16s16": ("usmopa", "ld1h", "d"), "s16u16": ("sumopa", "ld1h", "d")}[kernel.types]
-    vector_loads = re.findall(rf"{load} +{{z\d", source)
+    vector_loads = re.findall(rf"{load} +{{z[0-3]\.", source)              # the operands
     assert source.count(f"{mopa:<7} za") == 4 and len(vector_loads) == 4    # one load a MOPA
     assert source.count(f"{mopa:<7} za0.{tile}") == 1
     for required in ("bl      __arm_tpidr2_save", "msr     tpidr2_el0, xzr", "smstart", "smstop",
@@ -266,6 +310,11 @@ def test_generated_kernel_is_readable_and_follows_the_sme_interface(name):
         assert required in source, required
     c_load = f"ld1{'w' if tile == 's' else 'd'}    {{za0h.{tile}"
     assert (c_load in source) == kernel.accumulate                     # C read only to add
+    epilogue = (f"mov     z4.{tile}, p4/m, za0h.{tile}[w12, 0]", f"fmax    z4.{tile}, p6/m",
+                f"fmin    z5.{tile}, p6/m", "stp     x19, x20, [sp, #80]", "// + bias")
+    assert all((line in source) == kernel.epilogue for line in epilogue)
+    assert kernel.epilogue == name.endswith("_bias_clamp") and (
+        not kernel.epilogue or mopa.endswith("fmopa"))
     with pytest.raises(ValueError, match="C identifier"):
         gemm_kernel("bad name", kernel)
     with pytest.raises(ValueError, match="unknown GEMM types 'f8'"):
@@ -325,6 +374,14 @@ def test_library_is_one_cached_executable():
      ValueError, r"\(2, 2\) int32 array"),
     ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"backend": "fpga"},
      ValueError, "not 'fpga'"),
+    ((np.ones((2, 3), np.int8), np.ones((3, 2), np.int8)), {"bias": [1, 2]}, TypeError,
+     "bias and clamp apply to floating-point results, not int32"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"bias": [1, 2, 3]},
+     ValueError, r"bias must have shape \(2,\), not \(3,\)"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"clamp": (1, 0)},
+     ValueError, r"low <= high, not \(1, 0\)"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"clamp": 0.5},
+     ValueError, "clamp must be \\(low, high\\), not 0.5"),
 ])
 def test_matmul_rejects_bad_operands(arguments, keywords, error, message):
     with pytest.raises(error, match=message):

@@ -31,11 +31,11 @@ def library_source() -> str:
 
 def kernel_table_source() -> str:
     """C source of the harness's table of kernels: ``KERNELS[]`` (name, function, whether it
-    adds to C, its result element size) and ``KERNEL_COUNT``."""
+    adds to C, its result element size, whether it has the epilogue) and ``KERNEL_COUNT``."""
     prototypes = "".join(f"void {name}(const void *, const void *, void *, uint64_t, uint64_t, "
-                         f"uint64_t);\n" for name in GEMM_KERNELS)
+                         f"uint64_t, const void *, const void *);\n" for name in GEMM_KERNELS)
     entries = "".join(f"    {{\"{name}\", {name}, {int(kernel.accumulate)}, "
-                      f"{1 << GEMM_TYPES[kernel.types].result_shift}}},\n"
+                      f"{1 << GEMM_TYPES[kernel.types].result_shift}, {int(kernel.epilogue)}}},\n"
                       for name, kernel in GEMM_KERNELS.items())
     return (f'#include "harness.h"\n{prototypes}const struct kernel KERNELS[] = {{\n{entries}}};\n'
             f"const int KERNEL_COUNT = {len(GEMM_KERNELS)};\n")

@@ -24,8 +24,14 @@ FMOPA and BFMOPA; int8 → int32 and int16 → int64 with the 4-way SMOPA, UMOPA
   wants), restore D8-D15. The body uses only caller-saved registers (X6-X17, Z0-Z3, P0-P5);
   X0-X5 survive ``__arm_tpidr2_save`` by its contract.
 
+* Epilogue (``*_bias_clamp``, floating-point results): each row of C, on its way from ZA to
+  memory, is read into a vector (MOVA), gets ``bias[j]`` added (one rounding), and is clamped
+  to ``[clamp[0], clamp[1]]`` with FMAX then FMIN (ReLU is ``[0, inf]``). It uses X19/X20
+  (saved) for its two extra arguments and Z4-Z9, P6.
+
 The C prototype of every kernel: ``void NAME(const void *a, const void *b, void *c, uint64_t m,
-uint64_t n, uint64_t k_groups)``.
+uint64_t n, uint64_t k_groups)``, and for the epilogue kernels two more arguments ``const void
+*bias`` (N result elements) and ``const void *clamp`` (two result elements: low, high).
 """
 
 from __future__ import annotations
@@ -100,32 +106,60 @@ GEMM_TYPES = {
 
 @dataclass(frozen=True)
 class GemmKernel:
-    """One kernel of the library: its type pair and whether it adds to C."""
+    """One kernel of the library: its type pair, whether it adds to C, and whether its
+    floating-point results go through the bias-and-clamp epilogue before they are stored."""
 
     types: str
     accumulate: bool
+    epilogue: bool = False
+
+    @property
+    def name(self) -> str:
+        """The function's name: ``zatile_gemm[_acc]_<types>[_bias_clamp]``."""
+        return (f"zatile_gemm{'_acc' if self.accumulate else ''}_{self.types}"
+                f"{'_bias_clamp' if self.epilogue else ''}")
 
 
 #: Every GEMM kernel of the library, by function name.
-GEMM_KERNELS = {f"zatile_gemm{'_acc' if accumulate else ''}_{types}": GemmKernel(types, accumulate)
-                for types in GEMM_TYPES for accumulate in (False, True)}
+GEMM_KERNELS = {kernel.name: kernel for kernel in (
+    GemmKernel(types, accumulate, epilogue) for types in GEMM_TYPES
+    for accumulate in (False, True)
+    for epilogue in ((False, True) if GEMM_TYPES[types].mopa.startswith(("fmopa", "bfmopa"))
+                     else (False,)))}
 
 
-def _block_rows(name: str, label: str, kind: GemmType, top: bool, load: bool) -> list[str]:
+def _block_rows(name: str, label: str, kind: GemmType, top: bool, load: bool,
+                epilogue: bool = False) -> list[str]:
     """Move the rows of one half of a 2VL×2VL block between C and ZA.
 
     ``x15`` points at the half's first row in C; ``x16`` is how many of its rows lie below M.
-    The top half is ZA0 (left) and ZA1 (right), the bottom half ZA2 and ZA3.
+    The top half is ZA0 (left) and ZA1 (right), the bottom half ZA2 and ZA3. With the epilogue
+    a stored row goes through Z4/Z5: + bias (Z6/Z7), max with Z8 (low), min with Z9 (high).
     """
     left, right = ("za0h", "za1h") if top else ("za2h", "za3h")
     t, shift = kind.tile, kind.result_shift
     op = f"{'ld1' if load else 'st1'}{'w' if t == 's' else 'd'}"
     governing = ("p4/z", "p5/z") if load else ("p4", "p5")
+    if epilogue:
+        moves = [
+            f"        mov     z4.{t}, p4/m, {left}.{t}[w12, 0]",
+            f"        mov     z5.{t}, p5/m, {right}.{t}[w12, 0]",
+            f"        fadd    z4.{t}, z4.{t}, z6.{t}          // + bias",
+            f"        fadd    z5.{t}, z5.{t}, z7.{t}",
+            f"        fmax    z4.{t}, p6/m, z4.{t}, z8.{t}    // clamp to [low, high]",
+            f"        fmax    z5.{t}, p6/m, z5.{t}, z8.{t}",
+            f"        fmin    z4.{t}, p6/m, z4.{t}, z9.{t}",
+            f"        fmin    z5.{t}, p6/m, z5.{t}, z9.{t}",
+            f"        {op}    {{z4.{t}}}, p4, [x15]",
+            f"        {op}    {{z5.{t}}}, p5, [x15, x6, lsl #{shift}]"]
+    else:
+        moves = [
+            f"        {op}    {{{left}.{t}[w12, 0]}}, {governing[0]}, [x15]",
+            f"        {op}    {{{right}.{t}[w12, 0]}}, {governing[1]}, [x15, x6, lsl #{shift}]"]
     return [
         "        mov     w12, #0",
         f".L{name}_{label}:",
-        f"        {op}    {{{left}.{t}[w12, 0]}}, {governing[0]}, [x15]",
-        f"        {op}    {{{right}.{t}[w12, 0]}}, {governing[1]}, [x15, x6, lsl #{shift}]",
+        *moves,
         f"        add     x15, x15, x4, lsl #{shift}      // next row of C",
         "        add     w12, w12, #1",
         "        cmp     x12, x16",
@@ -133,7 +167,8 @@ def _block_rows(name: str, label: str, kind: GemmType, top: bool, load: bool) ->
     ]
 
 
-def _c_rows(name: str, label: str, kind: GemmType, load: bool) -> list[str]:
+def _c_rows(name: str, label: str, kind: GemmType, load: bool,
+            epilogue: bool = False) -> list[str]:
     """Both halves of the current block: the top half's rows, then the bottom half's, if any."""
     return [
         "        madd    x15, x8, x4, x10          // &C[i0][j0]",
@@ -141,12 +176,12 @@ def _c_rows(name: str, label: str, kind: GemmType, load: bool) -> list[str]:
         "        sub     x16, x3, x8               // top half: min(M - i0, VL) rows",
         "        cmp     x16, x6",
         "        csel    x16, x16, x6, lo",
-        *_block_rows(name, f"{label}_top", kind, True, load),
+        *_block_rows(name, f"{label}_top", kind, True, load, epilogue),
         "        subs    x16, x3, x9               // bottom half: min(M - i0 - VL, VL) rows",
         f"        b.ls    .L{name}_{label}_done",
         "        cmp     x16, x6",
         "        csel    x16, x16, x6, lo",
-        *_block_rows(name, f"{label}_bottom", kind, False, load),
+        *_block_rows(name, f"{label}_bottom", kind, False, load, epilogue),
         f".L{name}_{label}_done:",
     ]
 
@@ -197,9 +232,26 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
             "        add     x15, x15, x17",
             f"        whilelt p3.{t}, x15, x16            // columns of the right half"]
     operation = "+=" if accumulate else "="
+    frame = 96 if kernel.epilogue else 80
+    keep_arguments, setup, bias, restore = [], [], [], []
+    if kernel.epilogue:
+        size, letter = 1 << shift, "w" if tile == "s" else "d"
+        keep_arguments = [
+            "        stp     x19, x20, [sp, #80]",
+            "        mov     x19, x6                   // bias: N elements",
+            "        mov     x20, x7                   // clamp: low, high"]
+        setup = [
+            f"        ptrue   p6.{tile}",
+            f"        ld1r{letter}   {{z8.{tile}}}, p6/z, [x20]         // low",
+            f"        ld1r{letter}   {{z9.{tile}}}, p6/z, [x20, #{size}]    // high"]
+        bias = [
+            f"        ld1{letter}    {{z6.{tile}}}, p4/z, [x19, x10, lsl #{shift}]    // bias, left half",
+            f"        ld1{letter}    {{z7.{tile}}}, p5/z, [x19, x11, lsl #{shift}]    // right half"]
+        restore = ["        ldp     x19, x20, [sp, #80]"]
     lines = [
-        f"// {name}(a, b, c, m, n, k_groups): C {operation} A * B, {kind.a} x {kind.b} "
-        f"-> {kind.result}, {kind.mopa} on 2VL x 2VL blocks of ZA0-ZA3.",
+        f"// {name}(a, b, c, m, n, k_groups{', bias, clamp' if kernel.epilogue else ''}): "
+        f"C {operation} A * B{' + bias, clamped' if kernel.epilogue else ''}, "
+        f"{kind.a} x {kind.b} -> {kind.result}, {kind.mopa} on 2VL x 2VL blocks of ZA0-ZA3.",
         "// Generated by zatile.sw.kernels.gemm; see its docstring for the interface.",
         *header,
         "        .text",
@@ -208,12 +260,13 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         "        .p2align 2",
         f"{name}:",
         "        // Non-streaming, private ZA: locally streaming with new ZA.",
-        "        stp     x29, x30, [sp, #-80]!",
+        f"        stp     x29, x30, [sp, #-{frame}]!",
         "        mov     x29, sp",
         "        stp     d8, d9, [sp, #16]         // SMSTART zeroes V8-V15",
         "        stp     d10, d11, [sp, #32]",
         "        stp     d12, d13, [sp, #48]",
         "        stp     d14, d15, [sp, #64]",
+        *keep_arguments,
         "        mrs     x16, tpidr2_el0           // commit a caller's lazy ZA save",
         f"        cbz     x16, .L{name}_committed",
         "        bl      __arm_tpidr2_save",
@@ -223,6 +276,7 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         f"        {counts[shift]}    x6                        // VL: {bits}-bit elements per vector",
         "        lsl     x7, x6, #1                // 2VL: the block edge",
         f"        {count}    x17                       // {load} elements per vector",
+        *setup,
         "        mov     x8, #0                    // i0: first row of the block",
         f".L{name}_rows:",
         "        cmp     x8, x3",
@@ -237,6 +291,7 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         *column_predicates,
         f"        whilelt p4.{tile}, x10, x4             // C columns of the left half",
         f"        whilelt p5.{tile}, x11, x4             // C columns of the right half",
+        *bias,
         "        zero    {za}",
         *start_block,
         f"        add     x13, x0, x8, lsl #{shift}       // the block's first k group of A",
@@ -258,7 +313,7 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         "        subs    x12, x12, #1",
         f"        b.ne    .L{name}_k",
         f".L{name}_store:",
-        *_c_rows(name, "store", kind, load=False),
+        *_c_rows(name, "store", kind, load=False, epilogue=kernel.epilogue),
         "        add     x10, x10, x7",
         f"        b       .L{name}_columns",
         f".L{name}_next_rows:",
@@ -270,7 +325,8 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         "        ldp     d10, d11, [sp, #32]",
         "        ldp     d12, d13, [sp, #48]",
         "        ldp     d14, d15, [sp, #64]",
-        "        ldp     x29, x30, [sp], #80",
+        *restore,
+        f"        ldp     x29, x30, [sp], #{frame}",
         "        ret",
         f"        .size   {name}, . - {name}",
         "",

@@ -1,7 +1,9 @@
 // The kernel library's command-line harness, for backends that run whole programs (QEMU):
 //   harness FUNCTION M N K_GROUPS INPUT OUTPUT
-// reads the packed A (K_GROUPS x M x E bytes), the packed B (K_GROUPS x N x E bytes) and, for
-// an accumulating kernel, C (M x N x E bytes) from INPUT, E being the kernel's result size, calls FUNCTION and writes C to
+// reads the packed A (K_GROUPS x M x E bytes), the packed B (K_GROUPS x N x E bytes), C
+// (M x N x E bytes, read by the kernel only if it accumulates), and for an epilogue kernel the
+// bias (N x E bytes) and the clamp bounds (2 x E bytes) from INPUT, E being the kernel's
+// result size, calls FUNCTION and writes C to
 // OUTPUT. Exit status 2 on bad arguments or I/O errors.
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +36,14 @@ int main(int argc, char **argv) {
     uint64_t groups = strtoull(argv[4], 0, 0);
     size_t size = kernel->element_bytes;
     size_t a_bytes = groups * m * size, b_bytes = groups * n * size, c_bytes = m * n * size;
-    char *input = malloc(a_bytes + b_bytes + c_bytes + 1);
+    size_t epilogue_bytes = kernel->epilogue ? (n + 2) * size : 0;
+    char *input = malloc(a_bytes + b_bytes + c_bytes + epilogue_bytes + 1);
     char *c = malloc(c_bytes + size);
     if (!input || !c ||
-        !transfer(argv[5], "rb", input, a_bytes + b_bytes + (kernel->accumulate ? c_bytes : 0)))
+        !transfer(argv[5], "rb", input, a_bytes + b_bytes + c_bytes + epilogue_bytes))
         return 2;
-    if (kernel->accumulate)
-        memcpy(c, input + a_bytes + b_bytes, c_bytes);
-    kernel->function(input, input + a_bytes, c, m, n, groups);
+    memcpy(c, input + a_bytes + b_bytes, c_bytes);
+    const char *bias = input + a_bytes + b_bytes + c_bytes;
+    kernel->function(input, input + a_bytes, c, m, n, groups, bias, bias + n * size);
     return transfer(argv[6], "wb", c, c_bytes) ? 0 : 2;
 }
