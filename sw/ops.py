@@ -74,10 +74,10 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
            svl: int = 512, stats: dict | None = None) -> np.ndarray:
     """``A @ B`` (or ``out += A @ B``), optionally ``+ bias`` and clamped, on the engine.
 
-    The kernels are ``zatile_gemm[_acc]_<types>[_bias_clamp]`` (:mod:`zatile.sw.kernels.gemm`): 2VL×2VL
-    blocks over the four ZA tiles with predicated tails, vector-length agnostic. The operands
-    are packed on the host (A transposed into k groups, so one column block of A is one
-    contiguous vector load).
+    The kernels are ``zatile_gemm[_acc]_<types>[_bias_clamp]``
+    (:mod:`zatile.sw.kernels.gemm`): 2VL×2VL blocks over the four ZA tiles with predicated
+    tails, vector-length agnostic. The operands are packed on the host (A transposed into k
+    groups, so one column block of A is one contiguous vector load).
 
     * float32 → float32 and float64 → float64 (FMOPA): each element is the fused multiply-adds
       of its K products in order k = 0, 1, ..., each rounded to nearest even, starting from +0

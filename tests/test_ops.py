@@ -103,7 +103,8 @@ def test_other_float_matmuls_on_the_model_are_the_reference(dtype, m, n, k, svl)
 
 
 @pytest.mark.parametrize("svl", [128, 512])
-@pytest.mark.parametrize("dtype", [np.float32, *FLOAT_TYPES], ids=lambda dtype: np.dtype(dtype).name)
+@pytest.mark.parametrize("dtype", [np.float32, *FLOAT_TYPES],
+                         ids=lambda dtype: np.dtype(dtype).name)
 def test_epilogue_on_the_model_is_the_reference(dtype, svl):
     """bias, clamp and both, with and without accumulation, with tails on every edge."""
     _need_zig()
@@ -240,7 +241,8 @@ def _reference_by_pseudocode(dtype, a, b, c) -> np.ndarray:
     k = a.shape[1]
     for i in range(a.shape[0]):
         for j in range(b.shape[1]):
-            row, column = [int(value) for value in a_bits[i]], [int(value) for value in b_bits[:, j]]
+            row = [int(value) for value in a_bits[i]]
+            column = [int(value) for value in b_bits[:, j]]
             element = int(total[i, j])
             if dtype is np.float64:
                 for p in range(k):

@@ -124,7 +124,7 @@ class GemmKernel:
 GEMM_KERNELS = {kernel.name: kernel for kernel in (
     GemmKernel(types, accumulate, epilogue) for types in GEMM_TYPES
     for accumulate in (False, True)
-    for epilogue in ((False, True) if GEMM_TYPES[types].mopa.startswith(("fmopa", "bfmopa"))
+    for epilogue in ((False, True) if GEMM_TYPES[types].result.startswith("float")
                      else (False,)))}
 
 
@@ -245,8 +245,10 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
             f"        ld1r{letter}   {{z8.{tile}}}, p6/z, [x20]         // low",
             f"        ld1r{letter}   {{z9.{tile}}}, p6/z, [x20, #{size}]    // high"]
         bias = [
-            f"        ld1{letter}    {{z6.{tile}}}, p4/z, [x19, x10, lsl #{shift}]    // bias, left half",
-            f"        ld1{letter}    {{z7.{tile}}}, p5/z, [x19, x11, lsl #{shift}]    // right half"]
+            f"        ld1{letter}    {{z6.{tile}}}, p4/z, [x19, x10, lsl #{shift}]    "
+            "// bias, left half",
+            f"        ld1{letter}    {{z7.{tile}}}, p5/z, [x19, x11, lsl #{shift}]    "
+            "// right half"]
         restore = ["        ldp     x19, x20, [sp, #80]"]
     lines = [
         f"// {name}(a, b, c, m, n, k_groups{', bias, clamp' if kernel.epilogue else ''}): "
@@ -273,7 +275,8 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         "        msr     tpidr2_el0, xzr",
         f".L{name}_committed:",
         "        smstart                           // PSTATE.SM = PSTATE.ZA = 1",
-        f"        {counts[shift]}    x6                        // VL: {bits}-bit elements per vector",
+        f"        {counts[shift]}    x6                        // VL: {bits}-bit elements "
+        "per vector",
         "        lsl     x7, x6, #1                // 2VL: the block edge",
         f"        {count}    x17                       // {load} elements per vector",
         *setup,
