@@ -13,6 +13,7 @@ accumulation order and the roundings the kernels use.
 from __future__ import annotations
 
 import io
+import operator
 import subprocess
 import tempfile
 from fractions import Fraction
@@ -27,7 +28,7 @@ from zatile.sw.abi.rtl_exec import call_rtl
 from zatile.sw.kernels import library
 from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype
 
-__all__ = ["BACKENDS", "matmul", "matmul_reference"]
+__all__ = ["BACKENDS", "matmul", "matmul_reference", "requantize_reference"]
 
 #: The backends an operator runs on.
 BACKENDS = ("model", "rtl", "qemu")
@@ -70,8 +71,8 @@ def _pack(matrix: np.ndarray, group: int, columns_of_a: bool) -> bytes:
 
 
 def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
-           accumulate: bool = False, bias=None, clamp=None, backend: str = "model",
-           svl: int = 512, stats: dict | None = None) -> np.ndarray:
+           accumulate: bool = False, bias=None, clamp=None, scale=None, zero_point: int = 0,
+           backend: str = "model", svl: int = 512, stats: dict | None = None) -> np.ndarray:
     """``A @ B`` (or ``out += A @ B``), optionally ``+ bias`` and clamped, on the engine.
 
     The kernels are ``zatile_gemm[_acc]_<types>[_bias_clamp]``
@@ -98,12 +99,18 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
     accumulate : bool
         Add the product to ``out`` (which must then be given).
     bias : array_like, optional
-        N values (converted to the result dtype) added to the columns of the floating-point
-        result after the product, each with one rounding to nearest even, in the kernel's
-        epilogue.
-    clamp : tuple of two floats, optional
-        ``(low, high)``: the epilogue then clamps every element to that range (FMAX, FMIN);
-        ReLU is ``(0, inf)``. With a bias and no clamp the range is (-inf, inf).
+        N values (converted to the result dtype; integers for integer results) added to the
+        columns of the result after the product in the kernel's epilogue: with one rounding
+        to nearest even, or wrapping for integers.
+    clamp : tuple of two numbers, optional
+        ``(low, high)``: the epilogue then clamps every element to that range (FMAX/FMIN or
+        SMAX/SMIN); ReLU is ``(0, inf)``. With a bias and no clamp the range is the dtype's.
+    scale : float or array_like, optional
+        One or N float32 scales: requantize int32 results (int8 operands) to int8 in the
+        epilogue, ``clamp(round_half_even(float32(acc + bias) * scale[j]) + zero_point, low,
+        high)`` with ``clamp`` in the int8 range (default (-128, 127)); the result is int8.
+    zero_point : int
+        Added after scaling when requantizing.
     backend : str
         ``model``, ``rtl`` or ``qemu``.
     svl : int
@@ -117,7 +124,7 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
     Returns
     -------
     numpy.ndarray
-        ``out`` if given, else a new (M, N) array.
+        ``out`` if given, else a new (M, N) array (int8 when requantizing).
 
     Raises
     ------
@@ -133,24 +140,21 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     kind = GEMM_TYPES[types]
-    result_dtype = numpy_dtype(kind.result)
-    if out is not None:
-        if not isinstance(out, np.ndarray) or out.shape != (m, n) \
-                or out.dtype != result_dtype or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a C-contiguous ({m}, {n}) {result_dtype} array, not "
-                             f"{_describe(out)}")
-    elif accumulate:
+    if accumulate and out is None:
         raise ValueError("accumulate=True adds to out: give out")
-    epilogue = bias is not None or clamp is not None
+    epilogue, extra, c_dtype = _epilogue(bias, clamp, scale, zero_point, n,
+                                         numpy_dtype(kind.result), accumulate)
+    if out is not None and (not isinstance(out, np.ndarray) or out.shape != (m, n)
+                            or out.dtype != c_dtype or not out.flags.c_contiguous):
+        raise ValueError(f"out must be a C-contiguous ({m}, {n}) {c_dtype} array, not "
+                         f"{_describe(out)}")
     operands = [_pack(a, kind.group, columns_of_a=True), _pack(b, kind.group, columns_of_a=False),
-                out.tobytes() if accumulate else bytes(m * n * result_dtype.itemsize)]
-    if epilogue:
-        operands += _epilogue_operands(bias, clamp, n, result_dtype)
+                out.tobytes() if accumulate else bytes(m * n * c_dtype.itemsize), *extra]
     function = GemmKernel(types, accumulate, epilogue).name
     result, counters = _RUNNERS[backend](function, (m, n, -(-k // kind.group)), operands, svl)
     if stats is not None:
         stats.update(counters)
-    product = np.frombuffer(result, result_dtype).reshape(m, n)
+    product = np.frombuffer(result, c_dtype).reshape(m, n)
     if out is None:
         return product.copy()
     out[...] = product
@@ -164,20 +168,46 @@ def _describe(value) -> str:
     return repr(value)
 
 
-def _epilogue_operands(bias, clamp, n: int, dtype: np.dtype) -> list[bytes]:
-    """The epilogue kernels' bias and clamp operands, checked (-0 adds nothing, not even to -0)."""
-    if dtype.kind != "f":
-        raise TypeError(f"bias and clamp apply to floating-point results, not {dtype}")
-    values = np.full(n, -0.0, dtype) if bias is None else np.asarray(bias)
+def _epilogue(bias, clamp, scale, zero_point: int, n: int, dtype: np.dtype, accumulate: bool):
+    """The epilogue the keywords ask for: its name (one of
+    :data:`~zatile.sw.kernels.gemm.EPILOGUES`), its two operands, checked, and the dtype of C
+    in memory. A float bias defaults to -0, which adds nothing, not even to -0."""
+    if scale is None and bias is None and clamp is None:
+        return "", [], dtype
+    integer = dtype.kind != "f"
+    if scale is None:
+        c_dtype, bounds = dtype, ((np.iinfo(dtype).min, np.iinfo(dtype).max) if integer
+                                  else (-np.inf, np.inf))
+    elif dtype != np.int32:
+        raise TypeError(f"scale requantizes int32 results to int8, not {dtype} results")
+    elif accumulate:
+        raise ValueError("scale requantizes to int8: it cannot accumulate into out")
+    else:
+        c_dtype, bounds = np.dtype(np.int8), (-128, 127)
+    values = (np.zeros(n, np.int64) if integer else np.full(n, -0.0)) if bias is None \
+        else np.asarray(bias)
     if values.shape != (n,):
         raise ValueError(f"bias must have shape ({n},), not {values.shape}")
+    if integer and values.dtype.kind not in "iu":
+        raise TypeError(f"bias of integer results must be integers, not {values.dtype}")
     try:
-        low, high = (-np.inf, np.inf) if clamp is None else (float(value) for value in clamp)
+        low, high = bounds if clamp is None else (
+            operator.index(value) if integer else float(value) for value in clamp)
     except (TypeError, ValueError):
-        raise ValueError(f"clamp must be (low, high), not {clamp!r}") from None
-    if not low <= high:
-        raise ValueError(f"clamp must be (low, high) with low <= high, not {clamp!r}")
-    return [values.astype(dtype).tobytes(), np.array([low, high], dtype).tobytes()]
+        raise ValueError(f"clamp must be (low, high) of {'integers' if integer else 'floats'}, "
+                         f"not {clamp!r}") from None
+    if not bounds[0] <= low <= high <= bounds[1]:
+        raise ValueError(f"clamp must be (low, high) with {bounds[0]} <= low <= high <= "
+                         f"{bounds[1]}, not {clamp!r}")
+    if scale is None:
+        return "bias_clamp", [values.astype(dtype).tobytes(),
+                              np.array([low, high], dtype).tobytes()], c_dtype
+    scales = np.asarray(scale, np.float32)
+    if scales.shape not in ((), (n,)):
+        raise ValueError(f"scale must be one value or have shape ({n},), not {scales.shape}")
+    quantization = np.array([low, high, zero_point, 0], np.int32).tobytes() \
+        + np.broadcast_to(scales, (n,)).tobytes()
+    return "requantize", [values.astype(np.int32).tobytes(), quantization], c_dtype
 
 
 def _placement(sizes, operands: list[bytes]):
@@ -370,3 +400,19 @@ def _reference_f64(a: np.ndarray, b: np.ndarray, total: np.ndarray) -> np.ndarra
 
 _REFERENCES = {"float32": _reference_f32, "float64": _reference_f64, "float16": _reference_f16,
                "bfloat16": _reference_bf16}
+
+
+def requantize_reference(accumulators: np.ndarray, bias, scale, zero_point: int = 0,
+                         clamp=(-128, 127)) -> np.ndarray:
+    """The int8 the requantizing kernels give for int32 ``accumulators`` (the exact product
+    wrapped to int32), computed without them: ``acc + bias`` wrapping in int32; converted to
+    float32 rounding to nearest even; times the column's float32 ``scale`` rounding to nearest
+    even; rounded to an integer with ties to even; converted to int32 saturating; plus
+    ``zero_point`` wrapping in int32; clamped to ``clamp``.
+    """
+    total = (np.asarray(accumulators, np.int64) + np.asarray(bias, np.int64)).astype(np.int32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = total.astype(np.float32) * np.asarray(scale, np.float32)
+    rounded = np.clip(np.rint(scaled).astype(np.float64), -2.0 ** 31, 2.0 ** 31 - 1)
+    shifted = (rounded.astype(np.int64) + zero_point).astype(np.int32)
+    return np.clip(shifted, *clamp).astype(np.int8)

@@ -5,7 +5,8 @@
   with tails on every edge, K = 1 included; the integer kernels (int8 → int32 and int16 → int64;
   signed, unsigned, mixed) equal numpy's exact product wrapped to the result; the same kernel
   bytes give the same bits under QEMU 10 and on the RTL. The same holds with the fused
-  epilogue (bias, clamp/ReLU) of the floating-point kernels.
+  epilogues: bias and clamp/ReLU for every type, and the int8 requantizing epilogue (per-column
+  scale, ties to even, zero point, saturation) against :func:`zatile.sw.ops.requantize_reference`.
 * The reference itself is checked against the exact Arm pseudocode (``sim/fpref.py``) element by
   element for each type, and is shown to tell a fused accumulation from an unfused one, and
   round-to-odd from round-to-nearest.
@@ -36,7 +37,7 @@ from zatile.sw.abi.elf_process import run_program
 from zatile.sw.cli import main
 from zatile.sw.kernels import library, library_source
 from zatile.sw.kernels.gemm import GEMM_KERNELS, GemmKernel, gemm_kernel
-from zatile.sw.ops import matmul, matmul_reference
+from zatile.sw.ops import matmul, matmul_reference, requantize_reference
 
 SHAPES = [(1, 1, 1), (5, 3, 1), (19, 23, 7), (40, 9, 33), (16, 16, 16), (65, 2, 4)]
 
@@ -165,6 +166,63 @@ def test_integer_matmul_on_the_model_is_exact(a_type, b_type, m, n, k, svl):
     assert np.array_equal(matmul(a, b, out=out, accumulate=True, svl=svl), expected)
 
 
+@pytest.mark.parametrize("svl", [128, 512])
+@pytest.mark.parametrize("a_type, b_type", [(np.int8, np.int8), (np.uint8, np.int8),
+                                            (np.int16, np.uint16)],
+                         ids=["int8xint8", "uint8xint8", "int16xuint16"])
+def test_integer_epilogue_on_the_model_is_exact(a_type, b_type, svl):
+    """bias wraps like the accumulators, then SMAX/SMIN clamp; with accumulation too."""
+    _need_zig()
+    rng = np.random.default_rng(svl)
+    a, b = _integers(a_type, (19, 13), rng), _integers(b_type, (13, 23), rng)
+    result = np.int32 if np.dtype(a_type).itemsize == 1 else np.int64
+    exact = a.astype(object) @ b.astype(object)
+    bias = _integers(result, 23, rng)
+    product = _wrap(exact + bias.astype(object), result)
+    low, high = np.sort(rng.choice(product.ravel(), 2))
+    assert np.array_equal(matmul(a, b, bias=bias, clamp=(low, high), svl=svl),
+                          np.clip(product, low, high))
+    out = _integers(result, (19, 23), rng)
+    expected = np.clip(_wrap(out.astype(object) + exact, result), 0, None)   # ReLU
+    assert np.array_equal(matmul(a, b, out=out, accumulate=True, clamp=(0, np.iinfo(result).max),
+                                 svl=svl), expected)
+
+
+def _requantize_case(rng, a_type=np.int8, b_type=np.int8):
+    """int8 operands, a bias, per-column scales (a tie-making 0.5 and one that saturates)."""
+    a, b = _integers(a_type, (19, 37), rng), _integers(b_type, (37, 23), rng)
+    bias = rng.integers(-5000, 5000, 23)
+    scale = rng.uniform(1 / 4096, 1 / 256, 23).astype(np.float32)
+    scale[0], scale[1] = 0.5, 2.0 ** 100
+    return a, b, bias, scale
+
+
+@pytest.mark.parametrize("svl", [128, 512])
+@pytest.mark.parametrize("a_type, b_type", INTEGER_PAIRS[:4],
+                         ids=[f"{a.__name__}x{b.__name__}" for a, b in INTEGER_PAIRS[:4]])
+def test_requantize_on_the_model_is_the_reference(a_type, b_type, svl):
+    _need_zig()
+    rng = np.random.default_rng(svl + 1)
+    a, b, bias, scale = _requantize_case(rng, a_type, b_type)
+    accumulators = _wrap(a.astype(object) @ b.astype(object), np.int32)
+    for zero_point, clamp in ((0, (-128, 127)), (-7, (-7, 127)), (5, (-100, 90))):
+        expected = requantize_reference(accumulators, bias, scale, zero_point, clamp)
+        result = matmul(a, b, bias=bias, scale=scale, zero_point=zero_point, clamp=clamp,
+                        svl=svl)
+        assert result.dtype == np.int8 and np.array_equal(result, expected), (zero_point, clamp)
+    one_scale = matmul(a, b, scale=0.01, svl=svl)                     # one scale for every column
+    assert np.array_equal(one_scale, requantize_reference(accumulators, 0, 0.01))
+
+
+def test_requantize_reference_rounds_ties_to_even_and_saturates():
+    accumulators = np.array([[1, 3, 5, -1, -3, 7]], np.int32)
+    assert requantize_reference(accumulators, 0, 0.5).tolist() == [[0, 2, 2, 0, -2, 4]]
+    assert requantize_reference(accumulators, 0, 2.0 ** 100, 0, (-128, 127)).tolist() \
+        == [[127, 127, 127, -128, -128, 127]]
+    # saturated to 2^31 - 1, then the zero point wraps it around, as FCVTZS + ADD do
+    assert requantize_reference(np.array([[1]], np.int32), 0, 2.0 ** 100, 1).tolist() == [[-128]]
+
+
 def _wrap(values: np.ndarray, dtype) -> np.ndarray:
     """Python integers wrapped to a two's complement dtype."""
     bits = np.iinfo(dtype).bits
@@ -195,6 +253,11 @@ def test_matmul_under_qemu_gives_the_same_bits(svl):
         bias = np.linspace(-1, 1, 23)
         assert _same_bits(matmul(a, b, bias=bias, clamp=(0, np.inf), backend="qemu", svl=svl),
                           matmul_reference(a, b, bias=bias, clamp=(0, np.inf)))
+    a, b, bias, scale = _requantize_case(rng)
+    assert np.array_equal(
+        matmul(a, b, bias=bias, scale=scale, zero_point=3, backend="qemu", svl=svl),
+        requantize_reference(_wrap(a.astype(object) @ b.astype(object), np.int32), bias, scale,
+                             3))
 
 
 def test_matmul_on_the_rtl_gives_the_same_bits():
@@ -214,6 +277,11 @@ def test_matmul_on_the_rtl_gives_the_same_bits():
     bias = np.linspace(-1, 1, 23)
     assert _same_bits(matmul(a, b, bias=bias, clamp=(-0.5, 2), backend="rtl", svl=128),
                       matmul_reference(a, b, bias=bias, clamp=(-0.5, 2)))
+    a, b, bias, scale = _requantize_case(rng)
+    assert np.array_equal(
+        matmul(a, b, bias=bias, scale=scale, zero_point=3, backend="rtl", svl=128),
+        requantize_reference(_wrap(a.astype(object) @ b.astype(object), np.int32), bias, scale,
+                             3))
     a, b = _integers(np.int16, (9, 7), rng), _integers(np.uint16, (7, 5), rng)
     assert np.array_equal(matmul(a, b, backend="rtl", svl=128),
                           _wrap(a.astype(object) @ b.astype(object), np.int64))
@@ -312,11 +380,15 @@ def test_generated_kernel_is_readable_and_follows_the_sme_interface(name):
         assert required in source, required
     c_load = f"ld1{'w' if tile == 's' else 'd'}    {{za0h.{tile}"
     assert (c_load in source) == kernel.accumulate                     # C read only to add
-    epilogue = (f"mov     z4.{tile}, p4/m, za0h.{tile}[w12, 0]", f"fmax    z4.{tile}, p6/m",
-                f"fmin    z5.{tile}, p6/m", "stp     x19, x20, [sp, #80]", "// + bias")
-    assert all((line in source) == kernel.epilogue for line in epilogue)
-    assert kernel.epilogue == name.endswith("_bias_clamp") and (
-        not kernel.epilogue or mopa.endswith("fmopa"))
+    maximum, minimum = ("fmax", "fmin") if mopa.endswith("fmopa") else ("smax", "smin")
+    epilogue = (f"mov     z4.{tile}, p4/m, za0h.{tile}[w12, 0]", f"{maximum}    z4.{tile}, p6/m",
+                f"{minimum}    z5.{tile}, p6/m", "stp     x19, x20, [sp, #80]", "// + bias")
+    assert all((line in source) == bool(kernel.epilogue) for line in epilogue)
+    assert name.endswith(f"_{kernel.epilogue}") or not kernel.epilogue
+    requantize = ("scvtf   z4.s", "fmul    z5.s, z5.s, z11.s", "frintn  z4.s", "fcvtzs  z5.s",
+                  "add     z4.s, z4.s, z12.s", "st1b    {z4.s}, p4, [x15]",
+                  "str     x21, [sp, #96]", "ldr     x21, [sp, #96]")
+    assert all((line in source) == (kernel.epilogue == "requantize") for line in requantize)
     with pytest.raises(ValueError, match="C identifier"):
         gemm_kernel("bad name", kernel)
     with pytest.raises(ValueError, match="unknown GEMM types 'f8'"):
@@ -376,14 +448,27 @@ def test_library_is_one_cached_executable():
      ValueError, r"\(2, 2\) int32 array"),
     ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"backend": "fpga"},
      ValueError, "not 'fpga'"),
-    ((np.ones((2, 3), np.int8), np.ones((3, 2), np.int8)), {"bias": [1, 2]}, TypeError,
-     "bias and clamp apply to floating-point results, not int32"),
+    ((np.ones((2, 3), np.int8), np.ones((3, 2), np.int8)), {"bias": [1.5, 2]}, TypeError,
+     "bias of integer results must be integers, not float64"),
+    ((np.ones((2, 3), np.int8), np.ones((3, 2), np.int8)), {"clamp": (0.5, 2)}, ValueError,
+     r"clamp must be \(low, high\) of integers, not \(0.5, 2\)"),
+    ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"scale": 0.5}, TypeError,
+     "scale requantizes int32 results to int8, not float32 results"),
+    ((np.ones((2, 3), np.int8), np.ones((3, 2), np.int8)),
+     {"scale": 0.5, "out": np.ones((2, 2), np.int32), "accumulate": True}, ValueError,
+     "cannot accumulate"),
+    ((np.ones((2, 3), np.int8), np.ones((3, 2), np.int8)), {"scale": [0.5] * 3}, ValueError,
+     r"scale must be one value or have shape \(2,\), not \(3,\)"),
+    ((np.ones((2, 3), np.int8), np.ones((3, 2), np.int8)), {"scale": 1, "clamp": (-200, 0)},
+     ValueError, r"-128 <= low <= high <= 127, not \(-200, 0\)"),
+    ((np.ones((2, 3), np.int8), np.ones((3, 2), np.int8)),
+     {"scale": 1, "out": np.ones((2, 2), np.int32)}, ValueError, r"\(2, 2\) int8 array"),
     ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"bias": [1, 2, 3]},
      ValueError, r"bias must have shape \(2,\), not \(3,\)"),
     ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"clamp": (1, 0)},
-     ValueError, r"low <= high, not \(1, 0\)"),
+     ValueError, r"-inf <= low <= high <= inf, not \(1, 0\)"),
     ((np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)), {"clamp": 0.5},
-     ValueError, "clamp must be \\(low, high\\), not 0.5"),
+     ValueError, r"clamp must be \(low, high\) of floats, not 0.5"),
 ])
 def test_matmul_rejects_bad_operands(arguments, keywords, error, message):
     with pytest.raises(error, match=message):

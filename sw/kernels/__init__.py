@@ -15,7 +15,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from zatile.sw import toolchain
-from zatile.sw.kernels.gemm import GEMM_KERNELS, GEMM_TYPES, gemm_kernel
+from zatile.sw.kernels.gemm import EPILOGUES, GEMM_KERNELS, GEMM_TYPES, gemm_kernel
 from zatile.sw.runtime import RUNTIME_SOURCES
 
 __all__ = ["HARNESS", "library", "library_source", "kernel_table_source"]
@@ -31,11 +31,12 @@ def library_source() -> str:
 
 def kernel_table_source() -> str:
     """C source of the harness's table of kernels: ``KERNELS[]`` (name, function, whether it
-    adds to C, its result element size, whether it has the epilogue) and ``KERNEL_COUNT``."""
+    adds to C, its result and C element sizes, its epilogue's index in EPILOGUES) and ``KERNEL_COUNT``."""
     prototypes = "".join(f"void {name}(const void *, const void *, void *, uint64_t, uint64_t, "
                          f"uint64_t, const void *, const void *);\n" for name in GEMM_KERNELS)
     entries = "".join(f"    {{\"{name}\", {name}, {int(kernel.accumulate)}, "
-                      f"{1 << GEMM_TYPES[kernel.types].result_shift}, {int(kernel.epilogue)}}},\n"
+                      f"{1 << GEMM_TYPES[kernel.types].result_shift}, {1 << kernel.c_shift}, "
+                      f"{EPILOGUES.index(kernel.epilogue)}}},\n"
                       for name, kernel in GEMM_KERNELS.items())
     return (f'#include "harness.h"\n{prototypes}const struct kernel KERNELS[] = {{\n{entries}}};\n'
             f"const int KERNEL_COUNT = {len(GEMM_KERNELS)};\n")

@@ -24,14 +24,21 @@ FMOPA and BFMOPA; int8 → int32 and int16 → int64 with the 4-way SMOPA, UMOPA
   wants), restore D8-D15. The body uses only caller-saved registers (X6-X17, Z0-Z3, P0-P5);
   X0-X5 survive ``__arm_tpidr2_save`` by its contract.
 
-* Epilogue (``*_bias_clamp``, floating-point results): each row of C, on its way from ZA to
-  memory, is read into a vector (MOVA), gets ``bias[j]`` added (one rounding), and is clamped
-  to ``[clamp[0], clamp[1]]`` with FMAX then FMIN (ReLU is ``[0, inf]``). It uses X19/X20
-  (saved) for its two extra arguments and Z4-Z9, P6.
+* Epilogues (:data:`EPILOGUES`): each row of C, on its way from ZA to memory, is read into a
+  vector (MOVA) and gets ``bias[j]`` added (one rounding, or wrapping for integers).
+  ``*_bias_clamp`` then clamps it to ``[clamp[0], clamp[1]]`` (FMAX then FMIN, or SMAX then
+  SMIN; ReLU is ``[0, inf]``). ``*_requantize`` (32-bit integer results, not accumulating)
+  converts it to float32 (SCVTF, nearest even), multiplies by the column's ``scale[j]``
+  (FMUL), rounds to an integer with ties to even (FRINTN), converts back (FCVTZS, saturating),
+  adds the zero point, clamps to ``[low, high]`` and stores the low byte (ST1B): C is int8.
+  The epilogues use X19/X20 (X21 to requantize; saved) for their two extra arguments and
+  Z4-Z12, P6.
 
 The C prototype of every kernel: ``void NAME(const void *a, const void *b, void *c, uint64_t m,
 uint64_t n, uint64_t k_groups)``, and for the epilogue kernels two more arguments ``const void
-*bias`` (N result elements) and ``const void *clamp`` (two result elements: low, high).
+*bias`` (N result elements) and ``const void *clamp`` (two result elements: low, high), or
+for requantizing ``const void *quantization``: int32 low, high, zero point, 0, then N float32
+scales.
 """
 
 from __future__ import annotations
@@ -41,7 +48,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-__all__ = ["GemmType", "GEMM_TYPES", "GemmKernel", "GEMM_KERNELS", "gemm_kernel", "numpy_dtype"]
+__all__ = ["GemmType", "GEMM_TYPES", "EPILOGUES", "GemmKernel", "GEMM_KERNELS", "gemm_kernel",
+           "numpy_dtype"]
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -104,84 +112,115 @@ GEMM_TYPES = {
 }
 
 
+#: The epilogues a kernel can have, by the suffix of its name (see the module docstring).
+EPILOGUES = ("", "bias_clamp", "requantize")
+
+
 @dataclass(frozen=True)
 class GemmKernel:
-    """One kernel of the library: its type pair, whether it adds to C, and whether its
-    floating-point results go through the bias-and-clamp epilogue before they are stored."""
+    """One kernel of the library: its type pair, whether it adds to C, and its epilogue (one
+    of :data:`EPILOGUES`: none, bias and clamp, or bias, scale and requantize to int8)."""
 
     types: str
     accumulate: bool
-    epilogue: bool = False
+    epilogue: str = ""
 
     @property
     def name(self) -> str:
-        """The function's name: ``zatile_gemm[_acc]_<types>[_bias_clamp]``."""
+        """The function's name: ``zatile_gemm[_acc]_<types>[_bias_clamp|_requantize]``."""
         return (f"zatile_gemm{'_acc' if self.accumulate else ''}_{self.types}"
-                f"{'_bias_clamp' if self.epilogue else ''}")
+                f"{'_' if self.epilogue else ''}{self.epilogue}")
+
+    @property
+    def c_shift(self) -> int:
+        """log2 of the size of one element of C in memory (int8 after requantizing)."""
+        return 0 if self.epilogue == "requantize" else GEMM_TYPES[self.types].result_shift
+
+
+def _epilogues(types: str) -> tuple[tuple[bool, str], ...]:
+    """The (accumulate, epilogue) pairs of a type pair's kernels: requantizing (to int8) only
+    for 32-bit integer results, and not accumulating (C is int8 there)."""
+    plain = tuple((accumulate, epilogue) for accumulate in (False, True)
+                  for epilogue in ("", "bias_clamp"))
+    return plain + (((False, "requantize"),) if GEMM_TYPES[types].result == "int32" else ())
 
 
 #: Every GEMM kernel of the library, by function name.
 GEMM_KERNELS = {kernel.name: kernel for kernel in (
     GemmKernel(types, accumulate, epilogue) for types in GEMM_TYPES
-    for accumulate in (False, True)
-    for epilogue in ((False, True) if GEMM_TYPES[types].result.startswith("float")
-                     else (False,)))}
+    for accumulate, epilogue in _epilogues(types))}
 
 
-def _block_rows(name: str, label: str, kind: GemmType, top: bool, load: bool,
-                epilogue: bool = False) -> list[str]:
+def _row_epilogue(kind: GemmType, epilogue: str, vector: int) -> list[str]:
+    """The epilogue of one row half in Z``vector`` (4 left, 5 right): its bias is
+    Z``vector + 2``, its scale Z``vector + 6``; Z8/Z9 hold the clamp bounds, Z12 the zero point."""
+    t, z = kind.tile, f"z{vector}.{kind.tile}"
+    floating = kind.result.startswith("float")
+    add, maximum, minimum = ("fadd", "fmax", "fmin") if floating else ("add", "smax", "smin")
+    lines = [f"        {add:<7} {z}, {z}, z{vector + 2}.{t}          // + bias"]
+    if epilogue == "requantize":
+        lines += [
+            f"        scvtf   {z}, p6/m, {z}         // to float32 (nearest even)",
+            f"        fmul    {z}, {z}, z{vector + 6}.{t}         // x scale",
+            f"        frintn  {z}, p6/m, {z}         // to an integer, ties to even",
+            f"        fcvtzs  {z}, p6/m, {z}         // to int32, saturating",
+            f"        add     {z}, {z}, z12.{t}         // + zero point"]
+    return lines + [
+        f"        {maximum:<7} {z}, p6/m, {z}, z8.{t}    // clamp to [low, high]",
+        f"        {minimum:<7} {z}, p6/m, {z}, z9.{t}"]
+
+
+def _block_rows(name: str, label: str, kernel: GemmKernel, top: bool, load: bool) -> list[str]:
     """Move the rows of one half of a 2VL×2VL block between C and ZA.
 
     ``x15`` points at the half's first row in C; ``x16`` is how many of its rows lie below M.
-    The top half is ZA0 (left) and ZA1 (right), the bottom half ZA2 and ZA3. With the epilogue
-    a stored row goes through Z4/Z5: + bias (Z6/Z7), max with Z8 (low), min with Z9 (high).
+    The top half is ZA0 (left) and ZA1 (right), the bottom half ZA2 and ZA3. With an epilogue
+    a stored row goes through Z4 (left) and Z5 (right) (:func:`_row_epilogue`).
     """
+    kind = GEMM_TYPES[kernel.types]
     left, right = ("za0h", "za1h") if top else ("za2h", "za3h")
-    t, shift = kind.tile, kind.result_shift
-    op = f"{'ld1' if load else 'st1'}{'w' if t == 's' else 'd'}"
+    t, shift = kind.tile, kernel.c_shift
+    op = f"{'ld1' if load else 'st1'}{'bhwd'[shift]}"
+    offset = f"x6, lsl #{shift}" if shift else "x6"
     governing = ("p4/z", "p5/z") if load else ("p4", "p5")
-    if epilogue:
+    if kernel.epilogue and not load:
         moves = [
             f"        mov     z4.{t}, p4/m, {left}.{t}[w12, 0]",
             f"        mov     z5.{t}, p5/m, {right}.{t}[w12, 0]",
-            f"        fadd    z4.{t}, z4.{t}, z6.{t}          // + bias",
-            f"        fadd    z5.{t}, z5.{t}, z7.{t}",
-            f"        fmax    z4.{t}, p6/m, z4.{t}, z8.{t}    // clamp to [low, high]",
-            f"        fmax    z5.{t}, p6/m, z5.{t}, z8.{t}",
-            f"        fmin    z4.{t}, p6/m, z4.{t}, z9.{t}",
-            f"        fmin    z5.{t}, p6/m, z5.{t}, z9.{t}",
+            *_row_epilogue(kind, kernel.epilogue, 4),
+            *_row_epilogue(kind, kernel.epilogue, 5),
             f"        {op}    {{z4.{t}}}, p4, [x15]",
-            f"        {op}    {{z5.{t}}}, p5, [x15, x6, lsl #{shift}]"]
+            f"        {op}    {{z5.{t}}}, p5, [x15, {offset}]"]
     else:
         moves = [
             f"        {op}    {{{left}.{t}[w12, 0]}}, {governing[0]}, [x15]",
-            f"        {op}    {{{right}.{t}[w12, 0]}}, {governing[1]}, [x15, x6, lsl #{shift}]"]
+            f"        {op}    {{{right}.{t}[w12, 0]}}, {governing[1]}, [x15, {offset}]"]
+    step = f"x4, lsl #{shift}" if shift else "x4"
     return [
         "        mov     w12, #0",
         f".L{name}_{label}:",
         *moves,
-        f"        add     x15, x15, x4, lsl #{shift}      // next row of C",
+        f"        add     x15, x15, {step}      // next row of C",
         "        add     w12, w12, #1",
         "        cmp     x12, x16",
         f"        b.lo    .L{name}_{label}",
     ]
 
 
-def _c_rows(name: str, label: str, kind: GemmType, load: bool,
-            epilogue: bool = False) -> list[str]:
+def _c_rows(name: str, label: str, kernel: GemmKernel, load: bool) -> list[str]:
     """Both halves of the current block: the top half's rows, then the bottom half's, if any."""
     return [
         "        madd    x15, x8, x4, x10          // &C[i0][j0]",
-        f"        add     x15, x2, x15, lsl #{kind.result_shift}",
+        f"        add     x15, x2, x15, lsl #{kernel.c_shift}",
         "        sub     x16, x3, x8               // top half: min(M - i0, VL) rows",
         "        cmp     x16, x6",
         "        csel    x16, x16, x6, lo",
-        *_block_rows(name, f"{label}_top", kind, True, load, epilogue),
+        *_block_rows(name, f"{label}_top", kernel, True, load),
         "        subs    x16, x3, x9               // bottom half: min(M - i0 - VL, VL) rows",
         f"        b.ls    .L{name}_{label}_done",
         "        cmp     x16, x6",
         "        csel    x16, x16, x6, lo",
-        *_block_rows(name, f"{label}_bottom", kind, False, load, epilogue),
+        *_block_rows(name, f"{label}_bottom", kernel, False, load),
         f".L{name}_{label}_done:",
     ]
 
@@ -207,7 +246,7 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
     header = [f"        .arch_extension {extension}" for extension, needed in (
         ("sme-f64f64", kind.mopa == "fmopa" and tile == "d"),
         ("sme-i16i64", kind.mopa != "fmopa" and tile == "d")) if needed]
-    start_block = (_c_rows(name, "load", kind, load=True) if accumulate
+    start_block = (_c_rows(name, "load", kernel, load=True) if accumulate
                    else ["        // C is not read: the block starts from zero"])
     if group == 1:
         predicates = [
@@ -232,14 +271,15 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
             "        add     x15, x15, x17",
             f"        whilelt p3.{t}, x15, x16            // columns of the right half"]
     operation = "+=" if accumulate else "="
-    frame = 96 if kernel.epilogue else 80
+    requantize = kernel.epilogue == "requantize"
+    frame = 80 + 16 * bool(kernel.epilogue) + 16 * requantize
     keep_arguments, setup, bias, restore = [], [], [], []
     if kernel.epilogue:
         size, letter = 1 << shift, "w" if tile == "s" else "d"
         keep_arguments = [
             "        stp     x19, x20, [sp, #80]",
             "        mov     x19, x6                   // bias: N elements",
-            "        mov     x20, x7                   // clamp: low, high"]
+            "        mov     x20, x7                   // clamp (or quantization): low, high"]
         setup = [
             f"        ptrue   p6.{tile}",
             f"        ld1r{letter}   {{z8.{tile}}}, p6/z, [x20]         // low",
@@ -250,10 +290,22 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
             f"        ld1{letter}    {{z7.{tile}}}, p5/z, [x19, x11, lsl #{shift}]    "
             "// right half"]
         restore = ["        ldp     x19, x20, [sp, #80]"]
+    if requantize:
+        keep_arguments.insert(0, "        str     x21, [sp, #96]")
+        setup += [
+            "        ld1rw   {z12.s}, p6/z, [x20, #8]    // zero point",
+            "        add     x21, x20, #16             // scale: N float32"]
+        bias += [
+            "        ld1w    {z10.s}, p4/z, [x21, x10, lsl #2]    // scale, left half",
+            "        ld1w    {z11.s}, p5/z, [x21, x11, lsl #2]    // right half"]
+        restore.append("        ldr     x21, [sp, #96]")
+    arguments = {"": "", "bias_clamp": ", bias, clamp", "requantize": ", bias, quantization"}
+    result = {"": kind.result, "bias_clamp": f"{kind.result} + bias, clamped",
+              "requantize": f"{kind.result} + bias, requantized to int8"}
     lines = [
-        f"// {name}(a, b, c, m, n, k_groups{', bias, clamp' if kernel.epilogue else ''}): "
-        f"C {operation} A * B{' + bias, clamped' if kernel.epilogue else ''}, "
-        f"{kind.a} x {kind.b} -> {kind.result}, {kind.mopa} on 2VL x 2VL blocks of ZA0-ZA3.",
+        f"// {name}(a, b, c, m, n, k_groups{arguments[kernel.epilogue]}): C {operation} A * B, "
+        f"{kind.a} x {kind.b} -> {result[kernel.epilogue]}, {kind.mopa} on 2VL x 2VL blocks "
+        "of ZA0-ZA3.",
         "// Generated by zatile.sw.kernels.gemm; see its docstring for the interface.",
         *header,
         "        .text",
@@ -316,7 +368,7 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         "        subs    x12, x12, #1",
         f"        b.ne    .L{name}_k",
         f".L{name}_store:",
-        *_c_rows(name, "store", kind, load=False, epilogue=kernel.epilogue),
+        *_c_rows(name, "store", kernel, load=False),
         "        add     x10, x10, x7",
         f"        b       .L{name}_columns",
         f".L{name}_next_rows:",

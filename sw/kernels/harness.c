@@ -1,9 +1,9 @@
 // The kernel library's command-line harness, for backends that run whole programs (QEMU):
 //   harness FUNCTION M N K_GROUPS INPUT OUTPUT
 // reads the packed A (K_GROUPS x M x E bytes), the packed B (K_GROUPS x N x E bytes), C
-// (M x N x E bytes, read by the kernel only if it accumulates), and for an epilogue kernel the
-// bias (N x E bytes) and the clamp bounds (2 x E bytes) from INPUT, E being the kernel's
-// result size, calls FUNCTION and writes C to
+// (M x N elements, read by the kernel only if it accumulates), and for an epilogue kernel its
+// bias and clamp or quantization operands (harness.h) from INPUT, E being the kernel's result
+// size, calls FUNCTION and writes C to
 // OUTPUT. Exit status 2 on bad arguments or I/O errors.
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +35,10 @@ int main(int argc, char **argv) {
     uint64_t m = strtoull(argv[2], 0, 0), n = strtoull(argv[3], 0, 0);
     uint64_t groups = strtoull(argv[4], 0, 0);
     size_t size = kernel->element_bytes;
-    size_t a_bytes = groups * m * size, b_bytes = groups * n * size, c_bytes = m * n * size;
-    size_t epilogue_bytes = kernel->epilogue ? (n + 2) * size : 0;
+    size_t a_bytes = groups * m * size, b_bytes = groups * n * size;
+    size_t c_bytes = m * n * kernel->c_bytes;
+    size_t epilogue_bytes = kernel->epilogue == 1 ? (n + 2) * size
+                            : kernel->epilogue == 2 ? n * size + 16 + n * 4 : 0;
     char *input = malloc(a_bytes + b_bytes + c_bytes + epilogue_bytes + 1);
     char *c = malloc(c_bytes + size);
     if (!input || !c ||

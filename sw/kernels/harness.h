@@ -9,8 +9,10 @@ struct kernel {
     const char *name;
     gemm_function function;
     int accumulate;
-    int element_bytes;  /* of C, and of one row's k group of A and B */
-    int epilogue;       /* takes bias (N elements) and clamp (2 elements) */
+    int element_bytes;  /* of the result, and of one row's k group of A and B */
+    int c_bytes;        /* of one element of C in memory (1 after requantizing to int8) */
+    int epilogue;       /* 0: none; 1: bias (N results), clamp (low, high); 2: bias (N int32),
+                           quantization (low, high, zero point, 0: int32; N float32 scales) */
 };
 
 extern const struct kernel KERNELS[];
