@@ -39,7 +39,10 @@ from zatile.sw.kernels import library, library_source
 from zatile.sw.kernels.gemm import GEMM_KERNELS, GemmKernel, gemm_kernel
 from zatile.sw.ops import matmul, matmul_reference, requantize_reference
 
-SHAPES = [(1, 1, 1), (5, 3, 1), (19, 23, 7), (40, 9, 33), (16, 16, 16), (65, 2, 4)]
+#: (M, N, K): K = 1, tails on every edge, and each blocking with several blocks at SVL 128
+#: (1VL x 4VL: M <= VL; 4VL x 1VL: N <= VL).
+SHAPES = [(1, 1, 1), (5, 3, 1), (19, 23, 7), (40, 9, 33), (16, 16, 16), (65, 2, 4),
+          (3, 37, 5), (1, 70, 9)]
 
 
 def _operands(m: int, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -287,6 +290,19 @@ def test_matmul_on_the_rtl_gives_the_same_bits():
                           _wrap(a.astype(object) @ b.astype(object), np.int64))
 
 
+@pytest.mark.parametrize("m, n, blocking, outer_products", [
+    (1, 16, "1VL x 4VL", 32), (16, 1, "4VL x 1VL", 32), (8, 8, "2VL x 2VL", 32),
+    (1, 17, "1VL x 4VL", 64)])
+def test_blocking_is_chosen_by_shape(m, n, blocking, outer_products):
+    """At SVL 128 (VL = 4): one 4VL-long block takes 8 k steps x 4 MOPAs; 2VL x 2VL would
+    need two blocks (64) for M = 1, N = 16."""
+    _need_zig()
+    a, b = _operands(m, n, 8, seed=14)
+    stats = {}
+    assert _same_bits(matmul(a, b, backend="rtl", svl=128, stats=stats), matmul_reference(a, b))
+    assert stats["outer_products"] == outer_products, blocking
+
+
 def test_reference_is_the_arm_fused_multiply_add_in_order():
     """Element by element against FPMulAdd of sim/fpref.py (the Arm pseudocode, exact)."""
     a, b = _operands(3, 4, 9, seed=7)
@@ -372,21 +388,30 @@ def test_generated_kernel_is_readable_and_follows_the_sme_interface(name):
         "u8s8": ("usmopa", "ld1b", "s"), "s8u8": ("sumopa", "ld1b", "s"),
         "s16": ("smopa", "ld1h", "d"), "u16": ("umopa", "ld1h", "d"),
         "u16s16": ("usmopa", "ld1h", "d"), "s16u16": ("sumopa", "ld1h", "d")}[kernel.types]
-    vector_loads = re.findall(rf"{load} +{{z[0-3]\.", source)              # the operands
-    assert source.count(f"{mopa:<7} za") == 4 and len(vector_loads) == 4    # one load a MOPA
-    assert source.count(f"{mopa:<7} za0.{tile}") == 1
+    # Three blockings (1VL x 4VL, 4VL x 1VL, 2VL x 2VL), each with a k loop of 4 MOPAs fed by
+    # 5, 5 and 4 vector loads, chosen at run time by comparing M and N with VL.
+    bodies = re.split(r"\n\.L\w+_[124]x[124]:", source)[1:]
+    assert len(bodies) == 3
+    for body, (rows, columns) in zip(bodies, [(2, 2), (4, 1), (1, 4)]):
+        loop = body[body.index("_k:"):body.index("b.ne")]
+        assert loop.count(f"{mopa:<7} za") == 4, (rows, columns)
+        assert len(re.findall(rf"{load} +{{z\d\.", loop)) == rows + columns, (rows, columns)
+        assert f"{mopa:<7} za3.{tile}, p{rows - 1}/m, p{rows + columns - 1}/m" in loop
+    assert "cmp     x3, x6" in source and "cmp     x4, x6" in source
     for required in ("bl      __arm_tpidr2_save", "msr     tpidr2_el0, xzr", "smstart", "smstop",
-                     "stp     d8, d9", "ldp     d14, d15", "whilelt p3.", "// a_lo"):
+                     "stp     d8, d9", "ldp     d14, d15", "whilelt p3.", "// A, row tile 1",
+                     "// B, column tile 3", "#3, mul vl]"):
         assert required in source, required
     c_load = f"ld1{'w' if tile == 's' else 'd'}    {{za0h.{tile}"
     assert (c_load in source) == kernel.accumulate                     # C read only to add
     maximum, minimum = ("fmax", "fmin") if mopa.endswith("fmopa") else ("smax", "smin")
-    epilogue = (f"mov     z4.{tile}, p4/m, za0h.{tile}[w12, 0]", f"{maximum}    z4.{tile}, p6/m",
-                f"{minimum}    z5.{tile}, p6/m", "stp     x19, x20, [sp, #80]", "// + bias")
+    epilogue = (f"mov     z16.{tile}, p2/m, za0h.{tile}[w12, 0]",
+                f"{maximum}    z16.{tile}, p6/m", f"{minimum}    z19.{tile}, p6/m",
+                "stp     x19, x20, [sp, #80]", "// + bias")
     assert all((line in source) == bool(kernel.epilogue) for line in epilogue)
     assert name.endswith(f"_{kernel.epilogue}") or not kernel.epilogue
-    requantize = ("scvtf   z4.s", "fmul    z5.s, z5.s, z11.s", "frintn  z4.s", "fcvtzs  z5.s",
-                  "add     z4.s, z4.s, z12.s", "st1b    {z4.s}, p4, [x15]",
+    requantize = ("scvtf   z16.s", "fmul    z17.s, z17.s, z25.s", "frintn  z16.s",
+                  "fcvtzs  z17.s", "add     z16.s, z16.s, z30.s", "st1b    {z16.s}, p2, [x15]",
                   "str     x21, [sp, #96]", "ldr     x21, [sp, #96]")
     assert all((line in source) == (kernel.epilogue == "requantize") for line in requantize)
     with pytest.raises(ValueError, match="C identifier"):

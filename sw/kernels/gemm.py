@@ -11,17 +11,19 @@ FMOPA and BFMOPA; int8 → int32 and int16 → int64 with the 4-way SMOPA, UMOPA
   contiguous vector load); ``b`` holds, for each k group, the N columns of B likewise; both are
   zero-padded to whole groups. A k group of one row is as wide as one result element (4 or 8
   bytes). ``c`` is M rows of N result elements.
-* Blocking: 2VL×2VL blocks of C over the four tiles ZA0-ZA3 of the result's size (VL = result
-  elements per vector): per k group four predicated vector loads (a_lo, a_hi, b_lo, b_hi) feed
-  four outer products into ZA0-ZA3 (one load per outer product). Tails are WHILELT predicates
-  on every edge, so any M, N, K ≥ 1 works; K = 0 stores zeros (or leaves C).
+* Blocking (:data:`BLOCKINGS`, chosen at run time from M, N and VL = result elements per
+  vector): blocks of C over the four tiles ZA0-ZA3 of the result's size, 2VL×2VL by default,
+  1VL×4VL when M ≤ VL (the GEMV path for M = 1) and 4VL×1VL when N ≤ VL. Per k group one
+  predicated vector load per row tile of A and per column tile of B (4 or 5) feed four outer
+  products. Tails are WHILELT predicates on every edge, so any M, N, K ≥ 1 works; K = 0
+  stores zeros (or leaves C).
 * Read-out: one predicated horizontal-slice store per row of each tile, only for rows below M.
 * Interface (AAPCS64, docs/abi.md and the SME lazy-save scheme): a *non-streaming, private-ZA*
   function, locally streaming with new ZA — callable from any C code. Prologue: save D8-D15 (the
   callee-saved low halves of V8-V15, which SMSTART zeroes); commit a caller's lazy ZA save
   (``mrs tpidr2_el0; cbz; bl __arm_tpidr2_save; msr tpidr2_el0, xzr``); ``smstart`` (SM and
   ZA). Epilogue: ``smstop`` (ZA off, so the caller's ZA stays dormant or off as the scheme
-  wants), restore D8-D15. The body uses only caller-saved registers (X6-X17, Z0-Z3, P0-P5);
+  wants), restore D8-D15. The body uses only caller-saved registers (X6-X17, Z0-Z4, P0-P4);
   X0-X5 survive ``__arm_tpidr2_save`` by its contract.
 
 * Epilogues (:data:`EPILOGUES`): each row of C, on its way from ZA to memory, is read into a
@@ -32,7 +34,7 @@ FMOPA and BFMOPA; int8 → int32 and int16 → int64 with the 4-way SMOPA, UMOPA
   (FMUL), rounds to an integer with ties to even (FRINTN), converts back (FCVTZS, saturating),
   adds the zero point, clamps to ``[low, high]`` and stores the low byte (ST1B): C is int8.
   The epilogues use X19/X20 (X21 to requantize; saved) for their two extra arguments and
-  Z4-Z12, P6.
+  Z16-Z30, P6.
 
 The C prototype of every kernel: ``void NAME(const void *a, const void *b, void *c, uint64_t m,
 uint64_t n, uint64_t k_groups)``, and for the epilogue kernels two more arguments ``const void
@@ -48,8 +50,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-__all__ = ["GemmType", "GEMM_TYPES", "EPILOGUES", "GemmKernel", "GEMM_KERNELS", "gemm_kernel",
-           "numpy_dtype"]
+__all__ = ["GemmType", "GEMM_TYPES", "EPILOGUES", "BLOCKINGS", "GemmKernel", "GEMM_KERNELS",
+           "gemm_kernel", "numpy_dtype"]
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -151,78 +153,198 @@ GEMM_KERNELS = {kernel.name: kernel for kernel in (
     for accumulate, epilogue in _epilogues(types))}
 
 
-def _row_epilogue(kind: GemmType, epilogue: str, vector: int) -> list[str]:
-    """The epilogue of one row half in Z``vector`` (4 left, 5 right): its bias is
-    Z``vector + 2``, its scale Z``vector + 6``; Z8/Z9 hold the clamp bounds, Z12 the zero point."""
-    t, z = kind.tile, f"z{vector}.{kind.tile}"
+#: The blockings: (row tiles, column tiles) of VL×VL each over ZA0-ZA3, and when each is used.
+BLOCKINGS = ((1, 4, "M <= VL: one row of tiles, 4VL columns (the GEMV path for M = 1)"),
+             (4, 1, "N <= VL: one column of tiles, 4VL rows"),
+             (2, 2, "otherwise: 2VL x 2VL"))
+
+
+def _row_epilogue(kind: GemmType, epilogue: str, column: int) -> list[str]:
+    """The epilogue of one row of column tile ``column`` in Z(16 + column): its bias is in
+    Z(20 + column), its scale in Z(24 + column); Z28/Z29 hold the clamp bounds, Z30 the zero
+    point."""
+    t, z = kind.tile, f"z{16 + column}.{kind.tile}"
     floating = kind.result.startswith("float")
     add, maximum, minimum = ("fadd", "fmax", "fmin") if floating else ("add", "smax", "smin")
-    lines = [f"        {add:<7} {z}, {z}, z{vector + 2}.{t}          // + bias"]
+    lines = [f"        {add:<7} {z}, {z}, z{20 + column}.{t}        // + bias"]
     if epilogue == "requantize":
         lines += [
-            f"        scvtf   {z}, p6/m, {z}         // to float32 (nearest even)",
-            f"        fmul    {z}, {z}, z{vector + 6}.{t}         // x scale",
-            f"        frintn  {z}, p6/m, {z}         // to an integer, ties to even",
-            f"        fcvtzs  {z}, p6/m, {z}         // to int32, saturating",
-            f"        add     {z}, {z}, z12.{t}         // + zero point"]
+            f"        scvtf   {z}, p6/m, {z}        // to float32 (nearest even)",
+            f"        fmul    {z}, {z}, z{24 + column}.{t}        // x scale",
+            f"        frintn  {z}, p6/m, {z}        // to an integer, ties to even",
+            f"        fcvtzs  {z}, p6/m, {z}        // to int32, saturating",
+            f"        add     {z}, {z}, z30.{t}        // + zero point"]
     return lines + [
-        f"        {maximum:<7} {z}, p6/m, {z}, z8.{t}    // clamp to [low, high]",
-        f"        {minimum:<7} {z}, p6/m, {z}, z9.{t}"]
+        f"        {maximum:<7} {z}, p6/m, {z}, z28.{t}   // clamp to [low, high]",
+        f"        {minimum:<7} {z}, p6/m, {z}, z29.{t}"]
 
 
-def _block_rows(name: str, label: str, kernel: GemmKernel, top: bool, load: bool) -> list[str]:
-    """Move the rows of one half of a 2VL×2VL block between C and ZA.
+def _times(count: int, register: str, comment: str) -> str:
+    """``register`` = count·VL (X6), count a power of two."""
+    operation = f"lsl     {register}, x6, #{count.bit_length() - 1}" if count > 1 \
+        else f"mov     {register}, x6"
+    return f"        {operation:<34}// {comment}"
 
-    ``x15`` points at the half's first row in C; ``x16`` is how many of its rows lie below M.
-    The top half is ZA0 (left) and ZA1 (right), the bottom half ZA2 and ZA3. With an epilogue
-    a stored row goes through Z4 (left) and Z5 (right) (:func:`_row_epilogue`).
+
+class _Body:
+    """The code of one blocking of one kernel (see :data:`BLOCKINGS`).
+
+    Registers: X8 = i0 and X10 = j0 (the block's first row and column), X7 and X11 the column
+    and row steps, X9 a row tile's first row, X12 the k count then the slice index, X13/X14
+    the k group of A and B (and 2VL/3VL column offsets while C moves), X15/X16 scratch. The
+    operand predicates are P0.. (rows of A) and P(R).. (columns of B, then of C).
     """
-    kind = GEMM_TYPES[kernel.types]
-    left, right = ("za0h", "za1h") if top else ("za2h", "za3h")
-    t, shift = kind.tile, kernel.c_shift
-    op = f"{'ld1' if load else 'st1'}{'bhwd'[shift]}"
-    offset = f"x6, lsl #{shift}" if shift else "x6"
-    governing = ("p4/z", "p5/z") if load else ("p4", "p5")
-    if kernel.epilogue and not load:
-        moves = [
-            f"        mov     z4.{t}, p4/m, {left}.{t}[w12, 0]",
-            f"        mov     z5.{t}, p5/m, {right}.{t}[w12, 0]",
-            *_row_epilogue(kind, kernel.epilogue, 4),
-            *_row_epilogue(kind, kernel.epilogue, 5),
-            f"        {op}    {{z4.{t}}}, p4, [x15]",
-            f"        {op}    {{z5.{t}}}, p5, [x15, {offset}]"]
-    else:
-        moves = [
-            f"        {op}    {{{left}.{t}[w12, 0]}}, {governing[0]}, [x15]",
-            f"        {op}    {{{right}.{t}[w12, 0]}}, {governing[1]}, [x15, {offset}]"]
-    step = f"x4, lsl #{shift}" if shift else "x4"
-    return [
-        "        mov     w12, #0",
-        f".L{name}_{label}:",
-        *moves,
-        f"        add     x15, x15, {step}      // next row of C",
-        "        add     w12, w12, #1",
-        "        cmp     x12, x16",
-        f"        b.lo    .L{name}_{label}",
-    ]
 
+    def __init__(self, name: str, kernel: GemmKernel, rows: int, columns: int):
+        self.kernel, self.kind = kernel, GEMM_TYPES[kernel.types]
+        self.rows, self.columns = rows, columns
+        self.label = f".L{name}_{rows}x{columns}"
 
-def _c_rows(name: str, label: str, kernel: GemmKernel, load: bool) -> list[str]:
-    """Both halves of the current block: the top half's rows, then the bottom half's, if any."""
-    return [
-        "        madd    x15, x8, x4, x10          // &C[i0][j0]",
-        f"        add     x15, x2, x15, lsl #{kernel.c_shift}",
-        "        sub     x16, x3, x8               // top half: min(M - i0, VL) rows",
-        "        cmp     x16, x6",
-        "        csel    x16, x16, x6, lo",
-        *_block_rows(name, f"{label}_top", kernel, True, load),
-        "        subs    x16, x3, x9               // bottom half: min(M - i0 - VL, VL) rows",
-        f"        b.ls    .L{name}_{label}_done",
-        "        cmp     x16, x6",
-        "        csel    x16, x16, x6, lo",
-        *_block_rows(name, f"{label}_bottom", kernel, False, load),
-        f".L{name}_{label}_done:",
-    ]
+    def _operand_predicates(self, first: int, count: int, start: str, limit: str,
+                            what: str) -> list[str]:
+        """``count`` WHILELT predicates from P``first`` over vectors of operand elements, the
+        first starting at element ``start`` (a row or column index) of ``limit``."""
+        shift = self.kind.group.bit_length() - 1
+        if shift:
+            lines = [f"        lsl     x15, {start}, #{shift}            // {what}: "
+                     f"{self.kind.group} {self.kind.suffix} elements each",
+                     f"        lsl     x16, {limit}, #{shift}"]
+        else:
+            lines = [f"        mov     x15, {start}                  // {what}"]
+        for index in range(count):
+            lines.append(f"        whilelt p{first + index}.{self.kind.suffix}, x15, "
+                         f"{'x16' if shift else limit}")
+            if index + 1 < count:
+                lines.append("        add     x15, x15, x17")
+        return lines
+
+    def _c_predicates(self) -> list[str]:
+        """The C columns of each column tile, in P(R)..; and X13 = 2VL, X14 = 3VL."""
+        lines = ["        mov     x15, x10                  // C columns of each column tile"]
+        for index in range(self.columns):
+            lines.append(f"        whilelt p{self.rows + index}.{self.kind.tile}, x15, x4")
+            if index + 1 < self.columns:
+                lines.append("        add     x15, x15, x6")
+        return lines + ["        lsl     x13, x6, #1", "        add     x14, x13, x6"]
+
+    def _epilogue_operands(self) -> list[str]:
+        """Bias (and scales) of each column tile of the block, in Z20.. (and Z24..)."""
+        shift, letter, t = self.kind.result_shift, "wd"[self.kind.result_shift - 2], self.kind.tile
+        lines = ["        mov     x15, x10"]
+        for index in range(self.columns):
+            predicate = f"p{self.rows + index}/z"
+            lines.append(f"        ld1{letter}    {{z{20 + index}.{t}}}, {predicate}, "
+                         f"[x19, x15, lsl #{shift}]   // bias")
+            if self.kernel.epilogue == "requantize":
+                lines.append(f"        ld1w    {{z{24 + index}.s}}, {predicate}, "
+                             "[x21, x15, lsl #2]   // scale")
+            if index + 1 < self.columns:
+                lines.append("        add     x15, x15, x6")
+        return lines
+
+    def _c_rows(self, load: bool) -> list[str]:
+        """Move the block's rows between C and ZA, row tile by row tile, only rows below M."""
+        shift, t = self.kernel.c_shift, self.kind.tile
+        op = f"{'ld1' if load else 'st1'}{'bhwd'[shift]}"
+        offsets = ["", ", x6", ", x13", ", x14"]
+        if shift:
+            offsets = [offset + (f", lsl #{shift}" if offset else "") for offset in offsets]
+        phase = f"{self.label}_{'load' if load else 'store'}"
+        lines = ["        mov     x9, x8                    // the row tile's first row"]
+        for tile_row in range(self.rows):
+            moves = []
+            for column in range(self.columns):
+                tile = f"za{tile_row * self.columns + column}h.{t}[w12, 0]"
+                predicate = f"p{self.rows + column}"
+                address = f"[x15{offsets[column]}]"
+                if load:
+                    moves.append(f"        {op}    {{{tile}}}, {predicate}/z, {address}")
+                elif not self.kernel.epilogue:
+                    moves.append(f"        {op}    {{{tile}}}, {predicate}, {address}")
+                else:
+                    z = f"z{16 + column}.{t}"
+                    moves += [f"        mov     {z}, {predicate}/m, {tile}",
+                              *_row_epilogue(self.kind, self.kernel.epilogue, column),
+                              f"        {op}    {{{z}}}, {predicate}, {address}"]
+            loop = f"{phase}_{tile_row}"
+            step = f"x4, lsl #{shift}" if shift else "x4"
+            lines += [
+                f"        subs    x16, x3, x9               // row tile {tile_row}: "
+                "min(M - its first row, VL) rows",
+                f"        b.ls    {phase}_done",
+                "        cmp     x16, x6",
+                "        csel    x16, x16, x6, lo",
+                "        madd    x15, x9, x4, x10          // &C[first row][j0]",
+                f"        add     x15, x2, x15, lsl #{shift}",
+                "        mov     w12, #0",
+                f"{loop}:",
+                *moves,
+                f"        add     x15, x15, {step}          // next row of C",
+                "        add     w12, w12, #1",
+                "        cmp     x12, x16",
+                f"        b.lo    {loop}",
+                "        add     x9, x9, x6"]
+        return lines + [f"{phase}_done:"]
+
+    def _k_loop(self) -> list[str]:
+        kind, t, tile = self.kind, self.kind.suffix, self.kind.tile
+        shift = kind.result_shift
+
+        def vector(offset: int) -> str:
+            return f", #{offset}, mul vl" if offset else ""
+
+        loads = [f"        {kind.load}    {{z{index}.{t}}}, p{index}/z, [x13{vector(index)}]"
+                 f"    // A, row tile {index}" for index in range(self.rows)]
+        loads += [f"        {kind.load}    {{z{self.rows + index}.{t}}}, p{self.rows + index}/z, "
+                  f"[x14{vector(index)}]    // B, column tile {index}"
+                  for index in range(self.columns)]
+        products = [f"        {kind.mopa:<7} za{row * self.columns + column}.{tile}, p{row}/m, "
+                    f"p{self.rows + column}/m, z{row}.{t}, z{self.rows + column}.{t}"
+                    for row in range(self.rows) for column in range(self.columns)]
+        return [
+            f"        add     x13, x0, x8, lsl #{shift}       // the block's first k group of A",
+            f"        add     x14, x1, x10, lsl #{shift}      // the block's first k group of B",
+            "        mov     x12, x5                   // k groups left",
+            f"        cbz     x12, {self.label}_store",
+            f"{self.label}_k:",
+            *loads,
+            *products,
+            f"        add     x13, x13, x3, lsl #{shift}      // next k group of A "
+            f"({1 << shift} bytes per row)",
+            f"        add     x14, x14, x4, lsl #{shift}      // next k group of B",
+            "        subs    x12, x12, #1",
+            f"        b.ne    {self.label}_k"]
+
+    def lines(self, done: str) -> list[str]:
+        rows, columns, label = self.rows, self.columns, self.label
+        accumulate = self.kernel.accumulate
+        return [
+            f"{label}:                              // {rows}VL x {columns}VL blocks",
+            _times(columns, "x7", f"column step: {columns}VL"),
+            _times(rows, "x11", f"row step: {rows}VL"),
+            "        mov     x8, #0                    // i0: first row of the block",
+            f"{label}_rows:",
+            "        cmp     x8, x3",
+            f"        b.hs    {done}",
+            *self._operand_predicates(0, rows, "x8", "x3", "rows of A"),
+            "        mov     x10, #0                   // j0: first column of the block",
+            f"{label}_columns:",
+            "        cmp     x10, x4",
+            f"        b.hs    {label}_next_rows",
+            "        zero    {za}",
+            *((self._c_predicates() + self._c_rows(load=True)) if accumulate
+              else ["        // C is not read: the block starts from zero"]),
+            *self._operand_predicates(rows, columns, "x10", "x4", "columns of B"),
+            *self._k_loop(),
+            f"{label}_store:",
+            *self._c_predicates(),
+            *(self._epilogue_operands() if self.kernel.epilogue else []),
+            *self._c_rows(load=False),
+            "        add     x10, x10, x7",
+            f"        b       {label}_columns",
+            f"{label}_next_rows:",
+            "        add     x8, x8, x11",
+            f"        b       {label}_rows"]
 
 
 def gemm_kernel(name: str, kernel: GemmKernel) -> str:
@@ -238,74 +360,43 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
     if kernel.types not in GEMM_TYPES:
         raise ValueError(f"unknown GEMM types {kernel.types!r}; known: {', '.join(GEMM_TYPES)}")
     kind, accumulate = GEMM_TYPES[kernel.types], kernel.accumulate
-    load, t, group = kind.load, kind.suffix, kind.group
-    index = f"x17, lsl #{kind.shift}" if kind.shift else "x17"
     counts = ("cntb", "cnth", "cntw", "cntd")
-    count, tile, shift = counts[kind.shift], kind.tile, kind.result_shift
-    bits = 8 << shift
+    tile, shift = kind.tile, kind.result_shift
     header = [f"        .arch_extension {extension}" for extension, needed in (
         ("sme-f64f64", kind.mopa == "fmopa" and tile == "d"),
         ("sme-i16i64", kind.mopa != "fmopa" and tile == "d")) if needed]
-    start_block = (_c_rows(name, "load", kernel, load=True) if accumulate
-                   else ["        // C is not read: the block starts from zero"])
-    if group == 1:
-        predicates = [
-            f"        whilelt p0.{t}, x8, x3              // rows of the top half",
-            f"        whilelt p1.{t}, x9, x3              // rows of the bottom half"]
-        column_predicates = [
-            f"        whilelt p2.{t}, x10, x4             // columns of the left half",
-            f"        whilelt p3.{t}, x11, x4             // columns of the right half"]
-    else:
-        group_shift = group.bit_length() - 1
-        predicates = [
-            f"        lsl     x15, x8, #{group_shift}                // in {t} elements: "
-            f"{group} per row",
-            f"        lsl     x16, x3, #{group_shift}",
-            f"        whilelt p0.{t}, x15, x16            // rows of the top half",
-            "        add     x15, x15, x17",
-            f"        whilelt p1.{t}, x15, x16            // rows of the bottom half"]
-        column_predicates = [
-            f"        lsl     x15, x10, #{group_shift}",
-            f"        lsl     x16, x4, #{group_shift}",
-            f"        whilelt p2.{t}, x15, x16            // columns of the left half",
-            "        add     x15, x15, x17",
-            f"        whilelt p3.{t}, x15, x16            // columns of the right half"]
-    operation = "+=" if accumulate else "="
     requantize = kernel.epilogue == "requantize"
     frame = 80 + 16 * bool(kernel.epilogue) + 16 * requantize
-    keep_arguments, setup, bias, restore = [], [], [], []
+    keep_arguments, setup, restore = [], [], []
     if kernel.epilogue:
-        size, letter = 1 << shift, "w" if tile == "s" else "d"
+        size, letter = 1 << shift, "wd"[shift - 2]
         keep_arguments = [
             "        stp     x19, x20, [sp, #80]",
             "        mov     x19, x6                   // bias: N elements",
             "        mov     x20, x7                   // clamp (or quantization): low, high"]
         setup = [
             f"        ptrue   p6.{tile}",
-            f"        ld1r{letter}   {{z8.{tile}}}, p6/z, [x20]         // low",
-            f"        ld1r{letter}   {{z9.{tile}}}, p6/z, [x20, #{size}]    // high"]
-        bias = [
-            f"        ld1{letter}    {{z6.{tile}}}, p4/z, [x19, x10, lsl #{shift}]    "
-            "// bias, left half",
-            f"        ld1{letter}    {{z7.{tile}}}, p5/z, [x19, x11, lsl #{shift}]    "
-            "// right half"]
+            f"        ld1r{letter}   {{z28.{tile}}}, p6/z, [x20]        // low",
+            f"        ld1r{letter}   {{z29.{tile}}}, p6/z, [x20, #{size}]   // high"]
         restore = ["        ldp     x19, x20, [sp, #80]"]
     if requantize:
         keep_arguments.insert(0, "        str     x21, [sp, #96]")
-        setup += [
-            "        ld1rw   {z12.s}, p6/z, [x20, #8]    // zero point",
-            "        add     x21, x20, #16             // scale: N float32"]
-        bias += [
-            "        ld1w    {z10.s}, p4/z, [x21, x10, lsl #2]    // scale, left half",
-            "        ld1w    {z11.s}, p5/z, [x21, x11, lsl #2]    // right half"]
+        setup += ["        ld1rw   {z30.s}, p6/z, [x20, #8]   // zero point",
+                  "        add     x21, x20, #16             // scale: N float32"]
         restore.append("        ldr     x21, [sp, #96]")
     arguments = {"": "", "bias_clamp": ", bias, clamp", "requantize": ", bias, quantization"}
     result = {"": kind.result, "bias_clamp": f"{kind.result} + bias, clamped",
               "requantize": f"{kind.result} + bias, requantized to int8"}
+    done = f".L{name}_done"
+    bodies = [_Body(name, kernel, rows, columns) for rows, columns, _ in BLOCKINGS]
+    choice = []
+    for body, (rows, columns, when) in zip(bodies[:-1], BLOCKINGS):
+        choice += [f"        cmp     {'x3' if rows == 1 else 'x4'}, x6                    "
+                   f"// {when}", f"        b.ls    {body.label}"]
     lines = [
-        f"// {name}(a, b, c, m, n, k_groups{arguments[kernel.epilogue]}): C {operation} A * B, "
-        f"{kind.a} x {kind.b} -> {result[kernel.epilogue]}, {kind.mopa} on 2VL x 2VL blocks "
-        "of ZA0-ZA3.",
+        f"// {name}(a, b, c, m, n, k_groups{arguments[kernel.epilogue]}): "
+        f"C {'+=' if accumulate else '='} A * B, {kind.a} x {kind.b} -> "
+        f"{result[kernel.epilogue]}, {kind.mopa} on ZA0-ZA3.",
         "// Generated by zatile.sw.kernels.gemm; see its docstring for the interface.",
         *header,
         "        .text",
@@ -327,54 +418,17 @@ def gemm_kernel(name: str, kernel: GemmKernel) -> str:
         "        msr     tpidr2_el0, xzr",
         f".L{name}_committed:",
         "        smstart                           // PSTATE.SM = PSTATE.ZA = 1",
-        f"        {counts[shift]}    x6                        // VL: {bits}-bit elements "
+        f"        {counts[shift]}    x6                        // VL: {8 << shift}-bit elements "
         "per vector",
-        "        lsl     x7, x6, #1                // 2VL: the block edge",
-        f"        {count}    x17                       // {load} elements per vector",
+        f"        {counts[kind.shift]}    x17                       // {kind.load} elements per "
+        "vector",
         *setup,
-        "        mov     x8, #0                    // i0: first row of the block",
-        f".L{name}_rows:",
-        "        cmp     x8, x3",
-        f"        b.hs    .L{name}_done",
-        "        add     x9, x8, x6                // i0 + VL",
-        *predicates,
-        "        mov     x10, #0                   // j0: first column of the block",
-        f".L{name}_columns:",
-        "        cmp     x10, x4",
-        f"        b.hs    .L{name}_next_rows",
-        "        add     x11, x10, x6              // j0 + VL",
-        *column_predicates,
-        f"        whilelt p4.{tile}, x10, x4             // C columns of the left half",
-        f"        whilelt p5.{tile}, x11, x4             // C columns of the right half",
-        *bias,
-        "        zero    {za}",
-        *start_block,
-        f"        add     x13, x0, x8, lsl #{shift}       // the block's first k group of A",
-        f"        add     x14, x1, x10, lsl #{shift}      // the block's first k group of B",
-        "        mov     x12, x5                   // k groups left",
-        f"        cbz     x12, .L{name}_store",
-        f".L{name}_k:",
-        f"        {load}    {{z0.{t}}}, p0/z, [x13]                // a_lo",
-        f"        {load}    {{z1.{t}}}, p1/z, [x13, {index}]    // a_hi",
-        f"        {load}    {{z2.{t}}}, p2/z, [x14]                // b_lo",
-        f"        {load}    {{z3.{t}}}, p3/z, [x14, {index}]    // b_hi",
-        f"        {kind.mopa:<7} za0.{tile}, p0/m, p2/m, z0.{t}, z2.{t}",
-        f"        {kind.mopa:<7} za1.{tile}, p0/m, p3/m, z0.{t}, z3.{t}",
-        f"        {kind.mopa:<7} za2.{tile}, p1/m, p2/m, z1.{t}, z2.{t}",
-        f"        {kind.mopa:<7} za3.{tile}, p1/m, p3/m, z1.{t}, z3.{t}",
-        f"        add     x13, x13, x3, lsl #{shift}      // next k group of A "
-        f"({1 << shift} bytes per row)",
-        f"        add     x14, x14, x4, lsl #{shift}      // next k group of B",
-        "        subs    x12, x12, #1",
-        f"        b.ne    .L{name}_k",
-        f".L{name}_store:",
-        *_c_rows(name, "store", kernel, load=False),
-        "        add     x10, x10, x7",
-        f"        b       .L{name}_columns",
-        f".L{name}_next_rows:",
-        "        add     x8, x8, x7",
-        f"        b       .L{name}_rows",
-        f".L{name}_done:",
+        *choice,
+    ]
+    for body in reversed(bodies):          # the 2VL x 2VL body falls through from the choice
+        lines += [*body.lines(done)]
+    lines += [
+        f"{done}:",
         "        smstop                            // PSTATE.SM = PSTATE.ZA = 0",
         "        ldp     d8, d9, [sp, #16]",
         "        ldp     d10, d11, [sp, #32]",
