@@ -28,7 +28,8 @@ from zatile.sw.abi.rtl_exec import call_rtl
 from zatile.sw.kernels import library
 from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype
 
-__all__ = ["BACKENDS", "matmul", "matmul_reference", "requantize_reference"]
+__all__ = ["BACKENDS", "matmul", "dense", "batch_matmul", "conv2d", "im2col", "matmul_reference",
+           "requantize_reference"]
 
 #: The backends an operator runs on.
 BACKENDS = ("model", "rtl", "qemu")
@@ -159,6 +160,206 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
         return product.copy()
     out[...] = product
     return out
+
+
+def _activation_clamp(activation, dtype: np.dtype, zero_point: int, requantize: bool):
+    """The clamp an activation stands for: None, ``"relu"`` or ``(low, high)``."""
+    if activation is None or isinstance(activation, tuple):
+        return activation
+    if activation != "relu":
+        raise ValueError(f"activation must be None, 'relu' or (low, high), not {activation!r}")
+    if requantize:                        # ReLU in the quantized domain: q >= zero point
+        return (min(max(zero_point, -128), 127), 127)
+    return (0, np.iinfo(dtype).max) if dtype.kind != "f" else (0.0, np.inf)
+
+
+def dense(x: np.ndarray, w: np.ndarray, bias=None, activation=None, *, scale=None,
+          zero_point: int = 0, backend: str = "model", svl: int = 512,
+          stats: dict | None = None) -> np.ndarray:
+    """A fully connected layer ``x · wᵀ + bias`` with an activation, fused on the engine.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        (M, K) inputs, or (K,) for one input (M = 1: the kernels' GEMV blocking).
+    w : numpy.ndarray
+        (N, K) weights (the layout of TVM's and PyTorch's dense), any strides.
+    bias : array_like, optional
+        N values added in the kernel's epilogue (see :func:`matmul`).
+    activation : None, "relu" or tuple
+        ``"relu"``, or ``(low, high)`` to clamp to; with ``scale`` ReLU keeps values at or
+        above the zero point.
+    scale, zero_point
+        Requantize int8 × int8 to int8 (see :func:`matmul`).
+    backend, svl, stats
+        As for :func:`matmul`.
+
+    Returns
+    -------
+    numpy.ndarray
+        (M, N), or (N,) for a 1-D ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For operands of the wrong type, dtype or shape, naming the argument and the value.
+    """
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"x must be a numpy array, not {type(x).__name__}")
+    if x.ndim not in (1, 2):
+        raise ValueError(f"x must be 1-D or 2-D, not of shape {x.shape}")
+    w = _check_matrix("w", w)
+    if x.shape[-1] != w.shape[1]:
+        raise ValueError(f"x's features ({x.shape[-1]}) must equal w's columns ({w.shape[1]}): "
+                         f"shapes {x.shape} and {w.shape}")
+    result_dtype = numpy_dtype(GEMM_TYPES[_gemm_types(x.reshape(-1, x.shape[-1]), w.T)].result)
+    clamp = _activation_clamp(activation, result_dtype, zero_point, scale is not None)
+    product = matmul(x.reshape(-1, x.shape[-1]), w.T, bias=bias, clamp=clamp, scale=scale,
+                     zero_point=zero_point, backend=backend, svl=svl, stats=stats)
+    return product[0] if x.ndim == 1 else product
+
+
+def _merge_stats(total: dict | None, part: dict) -> None:
+    """Add one run's counters to ``total`` (sums, and sums per class)."""
+    if total is None:
+        return
+    for key, value in part.items():
+        if isinstance(value, dict):
+            merged = total.setdefault(key, {})
+            for name, count in value.items():
+                merged[name] = merged.get(name, 0) + count
+        else:
+            total[key] = total.get(key, 0) + value
+
+
+def batch_matmul(a: np.ndarray, b: np.ndarray, **keywords) -> np.ndarray:
+    """``a[i] @ b[i]`` for every batch index i (``b`` may be one (K, N) matrix for all), one
+    kernel call per batch element; the keywords are :func:`matmul`'s but ``out`` and
+    ``accumulate``, and ``stats`` sums over the batch.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For operands of the wrong type or shape, naming the argument and the value.
+    """
+    for name, value in (("a", a), ("b", b)):
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{name} must be a numpy array, not {type(value).__name__}")
+    if a.ndim != 3 or b.ndim not in (2, 3) or (b.ndim == 3 and b.shape[0] != a.shape[0]):
+        raise ValueError(f"a must be (B, M, K) and b (B, K, N) or (K, N), not {a.shape} and "
+                         f"{b.shape}")
+    if {"out", "accumulate"} & set(keywords):
+        raise TypeError("batch_matmul takes neither out nor accumulate")
+    total = keywords.pop("stats", None)
+    results = []
+    for index in range(a.shape[0]):
+        counters: dict = {}
+        results.append(matmul(a[index], b[index] if b.ndim == 3 else b, stats=counters,
+                              **keywords))
+        _merge_stats(total, counters)
+    return np.stack(results)
+
+
+def _pair(name: str, value) -> tuple[int, int]:
+    """An int or a pair of ints, each at least 0 (padding) or 1 (stride, dilation)."""
+    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
+    least = 0 if name == "padding" else 1
+    if len(pair) != 2 or not all(isinstance(item, (int, np.integer)) and item >= least
+                                 for item in pair):
+        raise ValueError(f"{name} must be an int or a pair of ints >= {least}, not {value!r}")
+    return int(pair[0]), int(pair[1])
+
+
+def im2col(x: np.ndarray, kernel: tuple[int, int], stride=1, padding=0,
+           dilation=1) -> np.ndarray:
+    """The patches of an NHWC ``x``: (N, OH, OW, KH·KW·C), each patch ordered (kh, kw, c) like
+    an OHWI weight's row, zero padding outside ``x``."""
+    (sh, sw), (ph, pw), (dh, dw) = (_pair("stride", stride), _pair("padding", padding),
+                                    _pair("dilation", dilation))
+    batch, height, width, channels = x.shape
+    kh, kw = kernel
+    out_h = (height + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    out_w = (width + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if out_h < 1 or out_w < 1:
+        raise ValueError(f"the kernel {kh}x{kw} (dilation {dh}x{dw}) does not fit the padded "
+                         f"{height}x{width} input (padding {ph}x{pw})")
+    padded = np.zeros((batch, height + 2 * ph, width + 2 * pw, channels), x.dtype)
+    padded[:, ph:ph + height, pw:pw + width] = x
+    patches = np.empty((batch, out_h, out_w, kh, kw, channels), x.dtype)
+    for row in range(kh):
+        for column in range(kw):
+            patches[:, :, :, row, column] = padded[
+                :, row * dh:row * dh + sh * (out_h - 1) + 1:sh,
+                column * dw:column * dw + sw * (out_w - 1) + 1:sw]
+    return patches.reshape(batch, out_h, out_w, kh * kw * channels)
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, bias=None, stride=1, padding=0, dilation=1,
+           groups: int = 1, *, activation=None, scale=None, zero_point: int = 0,
+           backend: str = "model", svl: int = 512, stats: dict | None = None) -> np.ndarray:
+    """A 2-D convolution of an NHWC ``x`` with OHWI weights ``w``, through :func:`im2col` and
+    one GEMM per group (bias, activation and requantization fused in its epilogue).
+
+    The k order of each output is (kh, kw, c), so floating-point results are
+    :func:`matmul_reference` of the patches and the weights' rows. Padding is with zeros (for
+    int8 with a symmetric input quantization, zero point 0).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        (N, H, W, C) inputs.
+    w : numpy.ndarray
+        (O, KH, KW, C / groups) weights.
+    bias : array_like, optional
+        O values.
+    stride, padding, dilation : int or (int, int)
+        Per height and width.
+    groups : int
+        C and O are split into this many groups, each convolved with its own weights.
+    activation, scale, zero_point, backend, svl, stats
+        As for :func:`dense` (``stats`` sums over the groups).
+
+    Returns
+    -------
+    numpy.ndarray
+        (N, OH, OW, O).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For operands of the wrong type, dtype or shape, naming the argument and the value.
+    """
+    for name, value in (("x", x), ("w", w)):
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{name} must be a numpy array, not {type(value).__name__}")
+        if value.ndim != 4:
+            raise ValueError(f"{name} must be 4-D ({'NHWC' if name == 'x' else 'OHWI'}), not of "
+                             f"shape {value.shape}")
+    if not isinstance(groups, (int, np.integer)) or groups < 1 or x.shape[3] % groups \
+            or w.shape[0] % groups:
+        raise ValueError(f"groups must divide x's channels ({x.shape[3]}) and w's outputs "
+                         f"({w.shape[0]}), not {groups!r}")
+    if w.shape[3] * groups != x.shape[3]:
+        raise ValueError(f"w's input channels ({w.shape[3]}) times groups ({groups}) must equal "
+                         f"x's channels ({x.shape[3]})")
+    outputs = w.shape[0] // groups
+    biases = None if bias is None else np.asarray(bias)
+    if biases is not None and biases.shape != (w.shape[0],):
+        raise ValueError(f"bias must have shape ({w.shape[0]},), not {biases.shape}")
+    scales = None if scale is None else np.broadcast_to(np.asarray(scale, np.float32),
+                                                         (w.shape[0],))
+    pieces = []
+    for group in range(groups):
+        channels = slice(group * w.shape[3], (group + 1) * w.shape[3])
+        patches = im2col(x[..., channels], w.shape[1:3], stride, padding, dilation)
+        out = slice(group * outputs, (group + 1) * outputs)
+        counters: dict = {}
+        pieces.append(dense(patches.reshape(-1, patches.shape[3]), w[out].reshape(outputs, -1),
+                            None if biases is None else biases[out], activation,
+                            scale=None if scales is None else scales[out],
+                            zero_point=zero_point, backend=backend, svl=svl, stats=counters))
+        _merge_stats(stats, counters)
+    return np.concatenate(pieces, axis=1).reshape(*patches.shape[:3], w.shape[0])
 
 
 def _describe(value) -> str:
