@@ -119,7 +119,7 @@ def test_requantized_conv2d_with_relu_is_the_reference(svl):
     accumulators = _direct_conv(x, w, 1, 1, 1, 1).astype(np.int32)
     expected = requantize_reference(accumulators, bias, scale, -5, (-5, 127))
     assert result.dtype == np.int8 and np.array_equal(result, expected)
-    assert result.min() == -5 and result.max() > 0                    # ReLU bites, not all clamped
+    assert result.min() == -5 and result.max() > 0             # ReLU bites, not all clamped
 
 
 def test_dense_is_x_times_w_transposed_with_bias_and_activation():
