@@ -29,7 +29,7 @@ from zatile.sw.kernels import library
 from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype
 
 __all__ = ["BACKENDS", "matmul", "dense", "batch_matmul", "conv2d", "im2col", "matmul_reference",
-           "requantize_reference"]
+           "requantize_reference", "conv2d_reference"]
 
 #: The backends an operator runs on.
 BACKENDS = ("model", "rtl", "qemu")
@@ -117,7 +117,8 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
     svl : int
         The engine's streaming vector length in bits.
     stats : dict, optional
-        Filled with the run's counters: ``engine_instructions`` and
+        The run's counters are added to it (so one dict sums several calls):
+        ``engine_instructions`` and
         ``engine_instructions_by_class`` (model and RTL), and on the RTL ``cycles``,
         ``busy_cycles``, ``outer_products``, ``memory_instructions`` (vector and slice loads
         and stores, ``svl / 8`` bytes each) and ``macs`` from the engine's performance counters.
@@ -153,8 +154,7 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
                 out.tobytes() if accumulate else bytes(m * n * c_dtype.itemsize), *extra]
     function = GemmKernel(types, accumulate, epilogue).name
     result, counters = _RUNNERS[backend](function, (m, n, -(-k // kind.group)), operands, svl)
-    if stats is not None:
-        stats.update(counters)
+    _merge_stats(stats, counters)
     product = np.frombuffer(result, c_dtype).reshape(m, n)
     if out is None:
         return product.copy()
@@ -220,7 +220,7 @@ def dense(x: np.ndarray, w: np.ndarray, bias=None, activation=None, *, scale=Non
 
 
 def _merge_stats(total: dict | None, part: dict) -> None:
-    """Add one run's counters to ``total`` (sums, and sums per class)."""
+    """Add one run's counters to ``total`` if given (sums, and sums per class)."""
     if total is None:
         return
     for key, value in part.items():
@@ -235,7 +235,7 @@ def _merge_stats(total: dict | None, part: dict) -> None:
 def batch_matmul(a: np.ndarray, b: np.ndarray, **keywords) -> np.ndarray:
     """``a[i] @ b[i]`` for every batch index i (``b`` may be one (K, N) matrix for all), one
     kernel call per batch element; the keywords are :func:`matmul`'s but ``out`` and
-    ``accumulate``, and ``stats`` sums over the batch.
+    ``accumulate`` (``stats`` sums over the batch).
 
     Raises
     ------
@@ -250,14 +250,8 @@ def batch_matmul(a: np.ndarray, b: np.ndarray, **keywords) -> np.ndarray:
                          f"{b.shape}")
     if {"out", "accumulate"} & set(keywords):
         raise TypeError("batch_matmul takes neither out nor accumulate")
-    total = keywords.pop("stats", None)
-    results = []
-    for index in range(a.shape[0]):
-        counters: dict = {}
-        results.append(matmul(a[index], b[index] if b.ndim == 3 else b, stats=counters,
-                              **keywords))
-        _merge_stats(total, counters)
-    return np.stack(results)
+    return np.stack([matmul(a[index], b[index] if b.ndim == 3 else b, **keywords)
+                     for index in range(a.shape[0])])
 
 
 def _pair(name: str, value) -> tuple[int, int]:
@@ -317,7 +311,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias=None, stride=1, padding=0, dilatio
     groups : int
         C and O are split into this many groups, each convolved with its own weights.
     activation, scale, zero_point, backend, svl, stats
-        As for :func:`dense` (``stats`` sums over the groups).
+        As for :func:`dense`.
 
     Returns
     -------
@@ -353,12 +347,10 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias=None, stride=1, padding=0, dilatio
         channels = slice(group * w.shape[3], (group + 1) * w.shape[3])
         patches = im2col(x[..., channels], w.shape[1:3], stride, padding, dilation)
         out = slice(group * outputs, (group + 1) * outputs)
-        counters: dict = {}
         pieces.append(dense(patches.reshape(-1, patches.shape[3]), w[out].reshape(outputs, -1),
                             None if biases is None else biases[out], activation,
                             scale=None if scales is None else scales[out],
-                            zero_point=zero_point, backend=backend, svl=svl, stats=counters))
-        _merge_stats(stats, counters)
+                            zero_point=zero_point, backend=backend, svl=svl, stats=stats))
     return np.concatenate(pieces, axis=1).reshape(*patches.shape[:3], w.shape[0])
 
 
@@ -617,3 +609,29 @@ def requantize_reference(accumulators: np.ndarray, bias, scale, zero_point: int 
     rounded = np.clip(np.rint(scaled).astype(np.float64), -2.0 ** 31, 2.0 ** 31 - 1)
     shifted = (rounded.astype(np.int64) + zero_point).astype(np.int32)
     return np.clip(shifted, *clamp).astype(np.int8)
+
+
+def conv2d_reference(x: np.ndarray, w: np.ndarray, stride=1, padding=0, dilation=1,
+                     groups: int = 1) -> np.ndarray:
+    """:func:`conv2d` without bias or activation, computed directly (one product per kernel tap
+    and group, no im2col): exact int64 for integers, float64 for floats."""
+    (sh, sw), (ph, pw), (dh, dw) = (_pair("stride", stride), _pair("padding", padding),
+                                    _pair("dilation", dilation))
+    wide = np.int64 if x.dtype.kind in "iu" else np.float64
+    _, height, width, _ = x.shape
+    outputs, kh, kw, per_group = w.shape
+    padded = np.pad(x.astype(wide), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
+    out_h = (height + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    out_w = (width + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    result = np.zeros((x.shape[0], out_h, out_w, outputs), wide)
+    per_output = outputs // groups
+    for group in range(groups):
+        channels = slice(group * per_group, (group + 1) * per_group)
+        out = slice(group * per_output, (group + 1) * per_output)
+        for row in range(kh):
+            for column in range(kw):
+                patch = padded[:, row * dh:row * dh + sh * (out_h - 1) + 1:sh,
+                               column * dw:column * dw + sw * (out_w - 1) + 1:sw, channels]
+                result[..., out] += np.einsum("nhwc,oc->nhwo", patch,
+                                              w[out, row, column].astype(wide))
+    return result

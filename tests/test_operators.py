@@ -1,8 +1,9 @@
 """The layer operators of sw/ops.py on the kernel library: dense, batch_matmul, conv2d.
 
-* conv2d (NHWC, OHWI) with stride, padding, dilation and groups equals a direct numpy
-  convolution exactly for int8 (independent of im2col: one einsum per kernel tap); for fp32 it
-  is bit-identical to the GEMM reference of its patches and within rounding of float64.
+* conv2d (NHWC, OHWI) with stride, padding, dilation and groups equals the direct numpy
+  convolution :func:`zatile.sw.ops.conv2d_reference` exactly for int8 (independent of im2col:
+  one einsum per kernel tap); for fp32 it is bit-identical to the GEMM reference of its patches
+  and within rounding of the direct float64 convolution.
 * Bias, ReLU and int8 requantization fuse into the kernels' epilogue: the results equal the
   numpy references (the quantized ReLU keeps values at or above the zero point).
 * dense takes 1-D inputs (the GEMV path), batch_matmul broadcasts a 2-D b and sums the stats.
@@ -17,33 +18,8 @@ import pytest
 
 from tests.conftest import need_tool
 from tests.test_real_programs import _need_zig
-from zatile.sw.ops import (batch_matmul, conv2d, dense, im2col, matmul, matmul_reference,
-                           requantize_reference)
-
-
-def _direct_conv(x, w, stride, padding, dilation, groups) -> np.ndarray:
-    """int64 NHWC x OHWI convolution, one einsum per kernel tap and group."""
-    def pair(value):
-        return (value, value) if isinstance(value, int) else value
-
-    (sh, sw), (ph, pw), (dh, dw) = pair(stride), pair(padding), pair(dilation)
-    _, height, width, _ = x.shape
-    outputs, kh, kw, per_group = w.shape
-    padded = np.pad(x.astype(np.int64), ((0, 0), (ph, ph), (pw, pw), (0, 0)))
-    out_h = (height + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    out_w = (width + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    result = np.zeros((x.shape[0], out_h, out_w, outputs), np.int64)
-    per_output = outputs // groups
-    for group in range(groups):
-        channels, out = (slice(group * per_group, (group + 1) * per_group),
-                         slice(group * per_output, (group + 1) * per_output))
-        for row in range(kh):
-            for column in range(kw):
-                patch = padded[:, row * dh:row * dh + sh * (out_h - 1) + 1:sh,
-                               column * dw:column * dw + sw * (out_w - 1) + 1:sw, channels]
-                result[..., out] += np.einsum("nhwc,oc->nhwo", patch,
-                                              w[out, row, column].astype(np.int64))
-    return result
+from zatile.sw.ops import (batch_matmul, conv2d, conv2d_reference, dense, im2col, matmul,
+                           matmul_reference, requantize_reference)
 
 
 CONVOLUTIONS = [  # x shape, w shape, stride, padding, dilation, groups
@@ -68,7 +44,7 @@ def test_int8_conv2d_is_the_direct_convolution(x_shape, w_shape, stride, padding
     result = conv2d(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups,
                     svl=svl)
     assert result.dtype == np.int32
-    assert np.array_equal(result, _direct_conv(x, w, stride, padding, dilation, groups))
+    assert np.array_equal(result, conv2d_reference(x, w, stride, padding, dilation, groups))
 
 
 def test_fp32_conv2d_is_the_gemm_reference_of_its_patches():
@@ -85,25 +61,8 @@ def test_fp32_conv2d_is_the_gemm_reference_of_its_patches():
                                     bias=bias[out], clamp=(0, np.inf))
         assert np.array_equal(result[..., out].reshape(-1, 3).view(np.uint32),
                               expected.view(np.uint32)), group
-    exact = np.maximum(_float_conv(x, w, 1, 2) + bias, 0)
+    exact = np.maximum(conv2d_reference(x, w, 1, 1, 1, 2) + bias, 0)
     assert np.allclose(result, exact, rtol=1e-5, atol=1e-5)
-
-
-def _float_conv(x, w, padding, groups) -> np.ndarray:
-    """float64 convolution (stride 1) by the same einsum per tap."""
-    padded = np.pad(x.astype(np.float64), ((0, 0), (padding,) * 2, (padding,) * 2, (0, 0)))
-    outputs, kh, kw, per_group = w.shape
-    out_h, out_w = padded.shape[1] - kh + 1, padded.shape[2] - kw + 1
-    result = np.zeros((x.shape[0], out_h, out_w, outputs))
-    per_output = outputs // groups
-    for group in range(groups):
-        for row in range(kh):
-            for column in range(kw):
-                patch = padded[:, row:row + out_h, column:column + out_w,
-                               group * per_group:(group + 1) * per_group]
-                out = slice(group * per_output, (group + 1) * per_output)
-                result[..., out] += np.einsum("nhwc,oc->nhwo", patch, w[out, row, column])
-    return result
 
 
 @pytest.mark.parametrize("svl", [128, 256])
@@ -116,7 +75,7 @@ def test_requantized_conv2d_with_relu_is_the_reference(svl):
     scale = rng.uniform(1 / 2048, 1 / 512, 5).astype(np.float32)
     result = conv2d(x, w, bias, padding=1, activation="relu", scale=scale, zero_point=-5,
                     svl=svl)
-    accumulators = _direct_conv(x, w, 1, 1, 1, 1).astype(np.int32)
+    accumulators = conv2d_reference(x, w, 1, 1, 1, 1).astype(np.int32)
     expected = requantize_reference(accumulators, bias, scale, -5, (-5, 127))
     assert result.dtype == np.int8 and np.array_equal(result, expected)
     assert result.min() == -5 and result.max() > 0             # ReLU bites, not all clamped
@@ -159,7 +118,7 @@ def test_operators_under_qemu_and_on_the_rtl_give_the_same_results():
     _need_zig()
     rng = np.random.default_rng(4)
     x, w = _int8((1, 5, 5, 2), rng), _int8((3, 2, 2, 2), rng)
-    expected = _direct_conv(x, w, 1, 0, 1, 1)
+    expected = conv2d_reference(x, w, 1, 0, 1, 1)
     assert np.array_equal(conv2d(x, w, backend="rtl", svl=128), expected)
     need_tool("qemu")
     assert np.array_equal(conv2d(x, w, backend="qemu", svl=256), expected)

@@ -12,6 +12,12 @@ __all__ = ["register"]
 
 
 def _cmd_demo(args) -> int:
+    if args.model == "digits":
+        from zatile.sw.models.digits import run_demo  # local: keeps `zatile --help` fast
+
+        return run_demo(backend=args.backend, svl=args.svl or 128, limit=args.limit)
+    if args.svl is not None or args.limit is not None:
+        raise CliError("--svl and --limit belong to 'zatile demo --model digits'")
     from zatile.sw.demo import run_demo  # local: keeps `zatile --help` fast
 
     return run_demo(backend=args.backend)
@@ -47,10 +53,16 @@ def _cmd_verilog(args) -> int:
 
 def register(commands) -> None:
     """Add the subcommands to ``commands`` (an argparse subparsers object)."""
-    demo = add_command(commands, "demo", "run the shipped int8 GEMM example, check vs numpy",
-                       "zatile demo --backend rtl")
+    demo = add_command(commands, "demo", "run the shipped int8 GEMM example, or the digits CNN, "
+                       "check vs numpy", "zatile demo --model digits --backend rtl --limit 20")
     demo.add_argument("--backend", choices=("model", "qemu", "rtl"), default="model",
                       help="where to run it (default: model)")
+    demo.add_argument("--model", choices=("gemm", "digits"), default="gemm",
+                      help="gemm: a 16x16 int8 GEMM program; digits: the quantized CNN on the "
+                           "held-out handwritten digits (default: gemm)")
+    demo.add_argument("--svl", type=svl, help="SVL in bits for --model digits (default 128)")
+    demo.add_argument("--limit", type=positive_count, metavar="N",
+                      help="classify only the first N held-out digits (--model digits)")
     demo.set_defaults(run=_cmd_demo)
 
     verilog = add_command(commands, "verilog", "write the engine's Verilog and config JSON",
