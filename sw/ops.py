@@ -26,10 +26,12 @@ from zatile.sim.tools import find_tool
 from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
 from zatile.sw.abi.rtl_exec import call_rtl
 from zatile.sw.kernels import library
+from zatile.sw.kernels.elementwise import ELEMENT_TYPES
 from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype
 
-__all__ = ["BACKENDS", "matmul", "dense", "batch_matmul", "conv2d", "im2col", "matmul_reference",
-           "requantize_reference", "conv2d_reference"]
+__all__ = ["BACKENDS", "matmul", "dense", "batch_matmul", "conv2d", "im2col", "add", "multiply",
+           "maximum", "relu", "max_pool2d", "requantize", "matmul_reference",
+           "requantize_reference", "conv2d_reference", "max_pool2d_reference"]
 
 #: The backends an operator runs on.
 BACKENDS = ("model", "rtl", "qemu")
@@ -150,11 +152,11 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
                             or out.dtype != c_dtype or not out.flags.c_contiguous):
         raise ValueError(f"out must be a C-contiguous ({m}, {n}) {c_dtype} array, not "
                          f"{_describe(out)}")
-    operands = [_pack(a, kind.group, columns_of_a=True), _pack(b, kind.group, columns_of_a=False),
-                out.tobytes() if accumulate else bytes(m * n * c_dtype.itemsize), *extra]
-    function = GemmKernel(types, accumulate, epilogue).name
-    result, counters = _RUNNERS[backend](function, (m, n, -(-k // kind.group)), operands, svl)
-    _merge_stats(stats, counters)
+    arguments = [_pack(a, kind.group, columns_of_a=True), _pack(b, kind.group, columns_of_a=False),
+                 out.tobytes() if accumulate else bytes(m * n * c_dtype.itemsize),
+                 m, n, -(-k // kind.group), *extra]
+    result = _call(GemmKernel(types, accumulate, epilogue).name, arguments, 2, backend, svl,
+                   stats)
     product = np.frombuffer(result, c_dtype).reshape(m, n)
     if out is None:
         return product.copy()
@@ -354,6 +356,113 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias=None, stride=1, padding=0, dilatio
     return np.concatenate(pieces, axis=1).reshape(*patches.shape[:3], w.shape[0])
 
 
+def _element_type(name: str, value) -> str:
+    """The elementwise kernels' name for an array's dtype (:data:`ELEMENT_TYPES`)."""
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array, not {type(value).__name__}")
+    for type_name, (dtype, _, _) in ELEMENT_TYPES.items():
+        if value.dtype == np.dtype(dtype):
+            return type_name
+    raise TypeError(f"{name} has dtype {value.dtype}; the elementwise operators take "
+                    f"{', '.join(dtype for dtype, _, _ in ELEMENT_TYPES.values())}")
+
+
+def _binary(operation: str, x: np.ndarray, y: np.ndarray, backend: str, svl: int,
+            stats: dict | None) -> np.ndarray:
+    type_name = _element_type("x", x)
+    if _element_type("y", y) != type_name or x.shape != y.shape:
+        raise ValueError(f"x and y must have one shape and dtype, not {x.shape} {x.dtype} and "
+                         f"{y.shape} {y.dtype}")
+    data = _call(f"zatile_{operation}_{type_name}", [np.ascontiguousarray(x).tobytes(),
+                 np.ascontiguousarray(y).tobytes(), bytes(x.nbytes), x.size], 2, backend, svl,
+                 stats)
+    return np.frombuffer(data, x.dtype).reshape(x.shape).copy()
+
+
+def add(x: np.ndarray, y: np.ndarray, *, backend: str = "model", svl: int = 512,
+        stats: dict | None = None) -> np.ndarray:
+    """``x + y`` elementwise on the engine (FADD; ADD wrapping for integers): one VLA
+    streaming-SVE loop (:mod:`zatile.sw.kernels.elementwise`). x and y share a shape and one
+    dtype of float32, float64, int8, int16, int32, int64; ``backend``, ``svl``, ``stats`` as
+    for :func:`matmul`."""
+    return _binary("add", x, y, backend, svl, stats)
+
+
+def multiply(x: np.ndarray, y: np.ndarray, *, backend: str = "model", svl: int = 512,
+             stats: dict | None = None) -> np.ndarray:
+    """``x * y`` elementwise on the engine (FMUL; MUL wrapping for integers); see :func:`add`."""
+    return _binary("mul", x, y, backend, svl, stats)
+
+
+def maximum(x: np.ndarray, y: np.ndarray, *, backend: str = "model", svl: int = 512,
+            stats: dict | None = None) -> np.ndarray:
+    """The elementwise maximum on the engine (FMAX: of two zeros +0 unless both are -0; SMAX);
+    see :func:`add`."""
+    return _binary("max", x, y, backend, svl, stats)
+
+
+def relu(x: np.ndarray, *, backend: str = "model", svl: int = 512,
+         stats: dict | None = None) -> np.ndarray:
+    """``max(x, 0)`` elementwise on the engine (FMAX with #0.0, so -0 gives +0; SMAX with #0);
+    see :func:`add`."""
+    type_name = _element_type("x", x)
+    data = _call(f"zatile_relu_{type_name}", [np.ascontiguousarray(x).tobytes(),
+                 bytes(x.nbytes), x.size], 1, backend, svl, stats)
+    return np.frombuffer(data, x.dtype).reshape(x.shape).copy()
+
+
+def requantize(x: np.ndarray, scale: float, zero_point: int = 0, clamp=(-128, 127), *,
+               backend: str = "model", svl: int = 512, stats: dict | None = None) -> np.ndarray:
+    """int32 ``x`` to int8 on the engine with one float32 ``scale``, exactly as
+    :func:`requantize_reference` states (and as the GEMM epilogue does)."""
+    if _element_type("x", x) != "s32":
+        raise TypeError(f"requantize takes int32, not {x.dtype}")
+    low, high = clamp
+    if not -128 <= low <= high <= 127:
+        raise ValueError(f"clamp must be (low, high) with -128 <= low <= high <= 127, not "
+                         f"{clamp!r}")
+    quantization = np.array([low, high, zero_point, 0], np.int32).tobytes() \
+        + np.float32(scale).tobytes()
+    data = _call("zatile_requantize_s32", [np.ascontiguousarray(x).tobytes(), bytes(x.size),
+                 x.size, quantization], 1, backend, svl, stats)
+    return np.frombuffer(data, np.int8).reshape(x.shape).copy()
+
+
+def _windows(x: np.ndarray, kernel, stride, padding):
+    """The max-pool windows of an NHWC ``x`` as KH·KW arrays of (N, OH, OW, C), padded with
+    the dtype's lowest value (-inf for floats)."""
+    if not isinstance(x, np.ndarray) or x.ndim != 4:
+        raise ValueError(f"x must be a 4-D (NHWC) numpy array, not {_describe(x)}")
+    kh, kw = _pair("kernel", kernel)
+    sh, sw = _pair("stride", kernel if stride is None else stride)
+    ph, pw = _pair("padding", padding)
+    if ph >= kh or pw >= kw:
+        raise ValueError(f"padding {ph}x{pw} must be smaller than the kernel {kh}x{kw}")
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    batch, height, width, channels = x.shape
+    out_h, out_w = (height + 2 * ph - kh) // sh + 1, (width + 2 * pw - kw) // sw + 1
+    if out_h < 1 or out_w < 1:
+        raise ValueError(f"the kernel {kh}x{kw} does not fit the padded {height}x{width} input")
+    padded = np.full((batch, height + 2 * ph, width + 2 * pw, channels), lowest, x.dtype)
+    padded[:, ph:ph + height, pw:pw + width] = x
+    return np.stack([padded[:, row:row + sh * (out_h - 1) + 1:sh,
+                            column:column + sw * (out_w - 1) + 1:sw]
+                     for row in range(kh) for column in range(kw)])
+
+
+def max_pool2d(x: np.ndarray, kernel, stride=None, padding=0, *, backend: str = "model",
+               svl: int = 512, stats: dict | None = None) -> np.ndarray:
+    """2-D max pooling of an NHWC ``x`` (stride defaults to the kernel; padding never wins):
+    the windows are laid out on the host as KH·KW arrays and reduced on the engine by one VLA
+    loop (FMAX/SMAX)."""
+    type_name = _element_type("x", x)
+    windows = _windows(x, kernel, stride, padding)
+    rows, size = windows.shape[0], windows[0].size
+    data = _call(f"zatile_max_rows_{type_name}", [windows.tobytes(), bytes(windows[0].nbytes),
+                 rows, size], 1, backend, svl, stats)
+    return np.frombuffer(data, x.dtype).reshape(windows.shape[1:]).copy()
+
+
 def _describe(value) -> str:
     if isinstance(value, np.ndarray):
         order = "C-contiguous" if value.flags.c_contiguous else "non-contiguous"
@@ -403,49 +512,71 @@ def _epilogue(bias, clamp, scale, zero_point: int, n: int, dtype: np.dtype, accu
     return "requantize", [values.astype(np.int32).tobytes(), quantization], c_dtype
 
 
-def _placement(sizes, operands: list[bytes]):
-    """Where the operands go in the library's address space (page-aligned, a guard page
-    between): the kernel's arguments, the ``inputs`` to write and the result's ``(address,
-    length)``. Operands are A, B, C (the result, read only by an accumulating kernel), then
-    the epilogue's bias and clamp if any."""
-    addresses, cursor = [], _BUFFERS
-    for data in operands:
-        addresses.append(cursor)
-        cursor += (len(data) + _PAGE - 1) // _PAGE * _PAGE + _PAGE
-    arguments = [*addresses[:3], *sizes, *addresses[3:]]
-    return arguments, list(zip(addresses, operands)), (addresses[2], len(operands[2]))
+def _placement(arguments: list, output: int, base: int):
+    """Where the buffers among a kernel's ``arguments`` (bytes; the others are integers) go,
+    from ``base`` on, page-aligned with a guard page between: the kernel's arguments (each
+    buffer replaced by its address), the ``inputs`` to write, and ``(address, length)`` of
+    the buffer at index ``output``, which the kernel writes."""
+    values, inputs, cursor = [], [], base
+    for argument in arguments:
+        if isinstance(argument, bytes):
+            inputs.append((cursor, argument))
+            values.append(cursor)
+            cursor += (len(argument) + _PAGE - 1) // _PAGE * _PAGE + _PAGE
+        else:
+            values.append(int(argument))
+    return values, inputs, (values[output], len(arguments[output]))
 
 
-def _run_model(function: str, sizes, operands: list[bytes], svl: int):
-    arguments, inputs, result = _placement(sizes, operands)
+def _call(function: str, arguments: list, output: int, backend: str, svl: int,
+          stats: dict | None) -> bytes:
+    """Run one kernel of the library on ``backend`` and return the bytes of its output buffer
+    (``arguments[output]``); its counters are added to ``stats``."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    result, counters = _RUNNERS[backend](function, arguments, output, svl)
+    _merge_stats(stats, counters)
+    return result
+
+
+def _run_model(function: str, arguments: list, output: int, svl: int):
+    values, inputs, result = _placement(arguments, output, _BUFFERS)
     path = library()
     process = ElfProcess(load_elf_image(path), [str(path)], svl=svl, stdout=io.BytesIO(),
                          stderr=io.BytesIO())
-    (product,), counts = process.call_with_memory(function, arguments, inputs, [result])
-    return product, counts
+    (data,), counts = process.call_with_memory(function, values, inputs, [result])
+    return data, counts
 
 
-def _run_rtl(function: str, sizes, operands: list[bytes], svl: int):
-    arguments, inputs, result = _placement(sizes, operands)
-    (product,), figures = call_rtl(library(), function, arguments, inputs=inputs,
-                                   outputs=[result], svl=svl)
+def _run_rtl(function: str, arguments: list, output: int, svl: int):
+    values, inputs, result = _placement(arguments, output, _BUFFERS)
+    (data,), figures = call_rtl(library(), function, values, inputs=inputs, outputs=[result],
+                                svl=svl)
     perf = figures["engine_perf"]
-    return product, {**figures["host"], "cycles": perf["cycles"],
-                     "busy_cycles": perf["busy_cycles"], "outer_products": perf["retired_mopa"],
-                     "memory_instructions": perf["retired_ldst"], "macs": perf["macs"]}
+    return data, {**figures["host"], "cycles": perf["cycles"],
+                  "busy_cycles": perf["busy_cycles"], "outer_products": perf["retired_mopa"],
+                  "memory_instructions": perf["retired_ldst"], "macs": perf["macs"]}
 
 
-def _run_qemu(function: str, sizes, operands: list[bytes], svl: int):
+def _run_qemu(function: str, arguments: list, output: int, svl: int):
+    """The harness (sw/kernels/harness.c) with the buffers laid out in one input file."""
+    values, inputs, (offset, length) = _placement(arguments, output, 0)
+    blob = bytearray(max((start + len(data) for start, data in inputs), default=0))
+    for start, data in inputs:
+        blob[start:start + len(data)] = data
+    encoded = [f"@{value}" if isinstance(argument, bytes) else str(value)
+               for argument, value in zip(arguments, values)]
     with tempfile.TemporaryDirectory() as scratch:
-        inputs, output = Path(scratch) / "input", Path(scratch) / "output"
-        inputs.write_bytes(b"".join(operands))
+        input_file, output_file = Path(scratch) / "input", Path(scratch) / "output"
+        input_file.write_bytes(bytes(blob))
         completed = subprocess.run(
             [find_tool("qemu"), "-cpu", qemu_sme_cpu_option(svl), str(library()), function,
-             *map(str, sizes), str(inputs), str(output)], capture_output=True, timeout=600)
+             str(input_file), str(output_file), str(offset), str(length), *encoded],
+            capture_output=True, timeout=600)
         if completed.returncode:
             raise RuntimeError(f"the kernel harness failed under QEMU (status "
                                f"{completed.returncode}): {completed.stderr.decode().strip()}")
-        return output.read_bytes(), {}
+        return output_file.read_bytes(), {}
 
 
 _RUNNERS = {"model": _run_model, "rtl": _run_rtl, "qemu": _run_qemu}
@@ -634,4 +765,15 @@ def conv2d_reference(x: np.ndarray, w: np.ndarray, stride=1, padding=0, dilation
                                column * dw:column * dw + sw * (out_w - 1) + 1:sw, channels]
                 result[..., out] += np.einsum("nhwc,oc->nhwo", patch,
                                               w[out, row, column].astype(wide))
+    return result
+
+
+def max_pool2d_reference(x: np.ndarray, kernel, stride=None, padding=0) -> np.ndarray:
+    """:func:`max_pool2d` in numpy: the maximum over each window, with Arm FMAX's zero rule (+0
+    beats -0) for floats."""
+    windows = _windows(x, kernel, stride, padding)
+    result = windows[0]
+    for window in windows[1:]:
+        result = np.where((window > result) | ((window == result) & ~np.signbit(window)),
+                          window, result)
     return result

@@ -15,31 +15,37 @@ from importlib.metadata import version
 from pathlib import Path
 
 from zatile.sw import toolchain
-from zatile.sw.kernels.gemm import EPILOGUES, GEMM_KERNELS, GEMM_TYPES, gemm_kernel
+from zatile.sw.kernels.elementwise import elementwise_kernels
+from zatile.sw.kernels.gemm import GEMM_KERNELS, gemm_kernel
 from zatile.sw.runtime import RUNTIME_SOURCES
 
-__all__ = ["HARNESS", "library", "library_source", "kernel_table_source"]
+__all__ = ["HARNESS", "kernels", "library", "library_source", "kernel_table_source"]
 
 #: The command-line harness linked into the library.
 HARNESS = Path(__file__).with_name("harness.c")
 
 
+def kernels() -> dict[str, str]:
+    """Every kernel of the library: its assembly source by function name."""
+    sources = {name: gemm_kernel(name, kernel) for name, kernel in GEMM_KERNELS.items()}
+    sources.update(elementwise_kernels())
+    return sources
+
+
 def library_source() -> str:
     """The assembly source of every kernel of the library."""
-    return "".join(gemm_kernel(name, kernel) for name, kernel in GEMM_KERNELS.items())
+    return "".join(kernels().values())
 
 
 def kernel_table_source() -> str:
-    """C source of the harness's table of kernels: ``KERNELS[]`` (name, function, whether it
-    adds to C, its result and C element sizes, its epilogue's index in EPILOGUES) and ``KERNEL_COUNT``."""
-    prototypes = "".join(f"void {name}(const void *, const void *, void *, uint64_t, uint64_t, "
-                         f"uint64_t, const void *, const void *);\n" for name in GEMM_KERNELS)
-    entries = "".join(f"    {{\"{name}\", {name}, {int(kernel.accumulate)}, "
-                      f"{1 << GEMM_TYPES[kernel.types].result_shift}, {1 << kernel.c_shift}, "
-                      f"{EPILOGUES.index(kernel.epilogue)}}},\n"
-                      for name, kernel in GEMM_KERNELS.items())
+    """C source of the harness's table of kernels: ``KERNELS[]`` (name, function) and
+    ``KERNEL_COUNT``; every kernel is declared with the harness's 8-argument prototype."""
+    names = list(kernels())
+    prototypes = "".join(f"void {name}(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, "
+                         f"uint64_t, uint64_t, uint64_t);\n" for name in names)
+    entries = "".join(f"    {{\"{name}\", (kernel_function){name}}},\n" for name in names)
     return (f'#include "harness.h"\n{prototypes}const struct kernel KERNELS[] = {{\n{entries}}};\n'
-            f"const int KERNEL_COUNT = {len(GEMM_KERNELS)};\n")
+            f"const int KERNEL_COUNT = {len(names)};\n")
 
 
 def library() -> Path:
