@@ -22,7 +22,7 @@ X8-X11, Z0/Z1 and Z28-Z31, P0/P1.
 
 from __future__ import annotations
 
-__all__ = ["ELEMENT_TYPES", "BINARY_OPERATIONS", "elementwise_kernels"]
+__all__ = ["ELEMENT_TYPES", "BINARY_OPERATIONS", "elementwise_kernels", "elementwise_prototypes"]
 
 #: Element types: (numpy dtype, element suffix, log2 of the element size).
 ELEMENT_TYPES = {"f32": ("float32", "s", 2), "f64": ("float64", "d", 3), "s8": ("int8", "b", 0),
@@ -153,3 +153,14 @@ def elementwise_kernels() -> dict[str, str]:
     kernels += [_max_rows(type_name) for type_name in ELEMENT_TYPES]
     kernels.append(_requantize())
     return dict(kernels)
+
+
+def elementwise_prototypes() -> dict[str, str]:
+    """The C parameter list of every elementwise kernel, by function name."""
+    parameters = {"add": "const void *x, const void *y, void *out, uint64_t n",
+                  "relu": "const void *x, void *out, uint64_t n",
+                  "max_rows": "const void *x, void *out, uint64_t rows, uint64_t n",
+                  "requantize": "const void *x, void *out, uint64_t n, const void *quantization"}
+    parameters["mul"] = parameters["max"] = parameters["add"]
+    return {name: parameters[name.removeprefix("zatile_").rsplit("_", 1)[0]]
+            for name in elementwise_kernels()}

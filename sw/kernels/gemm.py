@@ -51,7 +51,7 @@ import ml_dtypes
 import numpy as np
 
 __all__ = ["GemmType", "GEMM_TYPES", "EPILOGUES", "BLOCKINGS", "GemmKernel", "GEMM_KERNELS",
-           "gemm_kernel", "numpy_dtype"]
+           "gemm_kernel", "gemm_prototype", "numpy_dtype"]
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -345,6 +345,14 @@ class _Body:
             f"{label}_next_rows:",
             "        add     x8, x8, x11",
             f"        b       {label}_rows"]
+
+
+def gemm_prototype(kernel: GemmKernel) -> str:
+    """The C parameter list of a GEMM kernel (see the module docstring)."""
+    extra = {"": "", "bias_clamp": ", const void *bias, const void *clamp",
+             "requantize": ", const void *bias, const void *quantization"}[kernel.epilogue]
+    return (f"const void *a, const void *b, void *c, uint64_t m, uint64_t n, "
+            f"uint64_t k_groups{extra}")
 
 
 def gemm_kernel(name: str, kernel: GemmKernel) -> str:
