@@ -5,7 +5,8 @@ with pseudo-random bytes, then for each kernel: writes a pattern into a row of i
 (``__arm_new("za")``, so the call goes through the lazy-save scheme: the kernel commits the
 save, the caller restores ZA afterwards), keeps a value in the callee-saved V8, calls the
 kernel, checks both survived, and prints the kernel's name with a hash of every buffer. The
-model and QEMU 10 must print the same lines at two SVLs, with every check passed; a planted
+model and QEMU 10 must print the same lines at SVL 128, 512, 1024 and 2048 (one binary: the
+kernels are vector-length agnostic), with every check passed; a planted
 difference in one kernel's input is seen in that kernel's line only.
 """
 
@@ -141,7 +142,7 @@ def _run_model(program, svl: int) -> tuple[int, bytes]:
     return result.status, stdout.getvalue()
 
 
-@pytest.mark.parametrize("svl", [128, 512])
+@pytest.mark.parametrize("svl", [128, 512, 1024, 2048])
 def test_every_kernel_from_acle_c_keeps_the_callers_state_and_matches_qemu(svl):
     program = _build()
     status, output = _run_model(program, svl)

@@ -143,6 +143,19 @@ def test_epilogue_clamps_zeros_as_arm_fmax_and_fmin_do():
         assert _same_bits(result, expected), clamp
 
 
+@pytest.mark.parametrize("svl", [1024, 2048])
+def test_large_svls_give_the_reference(svl):
+    """The same binary at the largest SVLs (VL = 32 and 64 fp32 elements): every blocking
+    with tails."""
+    _need_zig()
+    for m, n, k in ((70, 150, 9), (5, 300, 3), (200, 3, 2)):
+        a, b = _operands(m, n, k, seed=svl + m)
+        assert _same_bits(matmul(a, b, svl=svl), matmul_reference(a, b)), (m, n, k)
+    rng = np.random.default_rng(svl)
+    a, b = _integers(np.int8, (130, 33), rng), _integers(np.uint8, (33, 70), rng)
+    assert np.array_equal(matmul(a, b, svl=svl), a.astype(np.int32) @ b.astype(np.int32))
+
+
 INTEGER_PAIRS = [(np.int8, np.int8), (np.uint8, np.uint8), (np.uint8, np.int8),
                  (np.int8, np.uint8), (np.int16, np.int16), (np.uint16, np.uint16),
                  (np.uint16, np.int16), (np.int16, np.uint16)]
