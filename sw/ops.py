@@ -30,8 +30,9 @@ from zatile.sw.kernels.elementwise import ELEMENT_TYPES
 from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype
 
 __all__ = ["BACKENDS", "matmul", "dense", "batch_matmul", "conv2d", "im2col", "add", "multiply",
-           "maximum", "relu", "max_pool2d", "requantize", "matmul_reference",
-           "requantize_reference", "conv2d_reference", "max_pool2d_reference"]
+           "maximum", "relu", "max_pool2d", "requantize", "softmax", "matmul_reference",
+           "requantize_reference", "conv2d_reference", "max_pool2d_reference",
+           "softmax_reference"]
 
 #: The backends an operator runs on.
 BACKENDS = ("model", "rtl", "qemu")
@@ -428,6 +429,22 @@ def requantize(x: np.ndarray, scale: float, zero_point: int = 0, clamp=(-128, 12
     return np.frombuffer(data, np.int8).reshape(x.shape).copy()
 
 
+def softmax(x: np.ndarray, *, backend: str = "model", svl: int = 512,
+            stats: dict | None = None) -> np.ndarray:
+    """The softmax of float32 ``x`` over its last axis on the engine, bit-identical to
+    :func:`softmax_reference` at the same ``svl`` (and within a few units in the last place of
+    the exact softmax)."""
+    if _element_type("x", x) != "f32":
+        raise TypeError(f"softmax takes float32, not {x.dtype}")
+    if x.ndim == 0 or x.size == 0:
+        raise ValueError(f"x must have at least one element on its last axis, not shape "
+                         f"{x.shape}")
+    rows, n = x.size // x.shape[-1], x.shape[-1]
+    data = _call("zatile_softmax_f32", [np.ascontiguousarray(x).tobytes(), bytes(x.nbytes),
+                 rows, n], 1, backend, svl, stats)
+    return np.frombuffer(data, np.float32).reshape(x.shape).copy()
+
+
 def _windows(x: np.ndarray, kernel, stride, padding):
     """The max-pool windows of an NHWC ``x`` as KH·KW arrays of (N, OH, OW, C), padded with
     the dtype's lowest value (-inf for floats)."""
@@ -777,3 +794,46 @@ def max_pool2d_reference(x: np.ndarray, kernel, stride=None, padding=0) -> np.nd
         result = np.where((window > result) | ((window == result) & ~np.signbit(window)),
                           window, result)
     return result
+
+
+def _fused_f32(addend: np.ndarray, multiplicand: np.ndarray, multiplier) -> np.ndarray:
+    """float32 ``addend + multiplicand·multiplier`` rounded once (the product is exact in
+    float64)."""
+    product = multiplicand.astype(np.float64) * np.float64(np.float32(multiplier)) \
+        if np.ndim(multiplier) == 0 else multiplicand.astype(np.float64) * multiplier
+    return _nearest_f32(addend.astype(np.float64), product)
+
+
+def softmax_reference(x: np.ndarray, svl: int) -> np.ndarray:
+    """The softmax the engine's kernel gives at ``svl``, step by step in float32
+    (:mod:`zatile.sw.kernels.elementwise`): exact maximum; d = max(x - max, -87); n =
+    round-half-even(d·log2 e); r = d - n·ln2_hi - n·ln2_lo, each step fused; Horner's fused
+    steps over 1/k!; times 2^n; per-lane running sums over vectors of ``svl``/32 lanes, then
+    FADDV's tree (the reduction of the lower half plus that of the upper half, recursively, so
+    neighbouring lanes are added first); each e divided by the sum. For finite x."""
+    from zatile.sw.kernels.elementwise import SOFTMAX_CONSTANTS
+
+    low, log2e, ln2_hi, ln2_lo, *coefficients = (np.float32(value)
+                                                 for value in SOFTMAX_CONSTANTS)
+    x = np.asarray(x, np.float32)
+    rows = x.reshape(-1, x.shape[-1])
+    lanes = svl // 32
+    result = np.empty_like(rows)
+    for index, row in enumerate(rows):
+        d = np.maximum(row - row.max(), low)
+        n = np.rint(d * log2e)
+        r = _fused_f32(_fused_f32(d, -n, ln2_hi), -n, ln2_lo)
+        p = np.full_like(r, coefficients[-1])
+        for coefficient in coefficients[-2::-1]:
+            p = _fused_f32(np.full_like(r, coefficient), p, r)
+        scale = ((n.astype(np.int32) + 127) << 23).view(np.float32)
+        e = p * scale
+        padded = np.zeros(-(-len(e) // lanes) * lanes, np.float32)
+        padded[:len(e)] = e
+        sums = np.zeros(lanes, np.float32)
+        for chunk in padded.reshape(-1, lanes):
+            sums = sums + chunk
+        while len(sums) > 1:                      # Reduce: op(lower half, upper half)
+            sums = sums[0::2] + sums[1::2]
+        result[index] = e / sums[0]
+    return result.reshape(x.shape)

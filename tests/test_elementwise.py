@@ -6,6 +6,8 @@
   oracle states Arm's rule), integers wrapping.
 * requantize equals requantize_reference (ties to even, saturation, zero point).
 * max_pool2d equals a direct numpy maximum over the windows (stride, padding, int8 and fp32).
+* softmax is bit-identical to softmax_reference at each SVL (whose sum order depends on the
+  SVL: the reference of another SVL differs), within 1e-5 of the exact softmax.
 * Each kernel is one VLA loop (whilelt, inc, b.first; no scalar tail), locally streaming
   without ZA; QEMU and the RTL give the same results.
 """
@@ -80,6 +82,27 @@ def test_requantize_is_the_reference(svl):
                      ops.requantize_reference(x, 0, scale, zero_point, clamp))
 
 
+@pytest.mark.parametrize("svl", [128, 512, 2048])
+def test_softmax_is_the_reference_of_its_svl(svl):
+    _need_zig()
+    rng = np.random.default_rng(svl)
+    x = (rng.standard_normal((6, 301)) * 8).astype(np.float32)
+    x[1] = -200.0
+    x[1, 7] = 0.0                                           # one winner, the rest below e^-87
+    x[2] = 3.0                                              # all equal
+    x[3, :5] = 50.0
+    result = ops.softmax(x, svl=svl)
+    assert _same(result, ops.softmax_reference(x, svl))
+    exact = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    exact /= exact.sum(axis=1, keepdims=True)
+    large = exact > 1e-30
+    assert np.all(np.abs(result - exact)[large] <= 1e-5 * exact[large])
+    assert np.allclose(result.sum(axis=1), 1, atol=1e-5) and result[1, 7] == 1.0
+    other = 2048 if svl == 128 else 128                     # another sum order
+    assert not _same(result, ops.softmax_reference(x, other))
+    assert _same(ops.softmax(x[0], svl=svl), ops.softmax_reference(x[:1], svl)[0])
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int8, np.int32], ids=str)
 @pytest.mark.parametrize("kernel, stride, padding", [(2, None, 0), (3, 2, 1), ((2, 3), 1, 0),
                                                      (3, (1, 2), (1, 0))])
@@ -106,7 +129,8 @@ def test_max_pool2d_is_the_maximum_over_each_window(dtype, kernel, stride, paddi
 @pytest.mark.parametrize("name", list(elementwise_kernels()))
 def test_each_kernel_is_one_vla_loop_without_a_scalar_tail(name):
     source = elementwise_kernels()[name]
-    assert source.count("whilelt p0.") == 2 and source.count("b.first") == 1
+    loops = 3 if name == "zatile_softmax_f32" else 1               # max; exp and sum; divide
+    assert source.count("whilelt p0.") == 2 * loops and source.count("b.first") == loops
     assert re.search(r"inc[bhwd] +x8", source)
     assert "smstart sm" in source and "smstop  sm" in source
     assert not re.search(r"\bza\d|\{za\}|smstart *$|smstart za", source, re.MULTILINE)
@@ -128,6 +152,9 @@ def test_operators_under_qemu_and_on_the_rtl():
         wide = rng.integers(-10 ** 6, 10 ** 6, 13).astype(np.int32)
         assert _same(ops.requantize(wide, 0.01, 2, backend=backend, svl=svl),
                      ops.requantize_reference(wide, 0, 0.01, 2)), backend
+        logits = (rng.standard_normal((3, 21)) * 5).astype(np.float32)
+        assert _same(ops.softmax(logits, backend=backend, svl=svl),
+                     ops.softmax_reference(logits, svl)), backend
 
 
 @pytest.mark.parametrize("call, error, message", [
@@ -147,6 +174,9 @@ def test_operators_under_qemu_and_on_the_rtl():
     (lambda: ops.max_pool2d(np.ones((1, 2, 2, 1), np.float32), 3), ValueError,
      "the kernel 3x3 does not fit the padded 2x2 input"),
     (lambda: ops.relu(np.ones(2), backend="fpga"), ValueError, "not 'fpga'"),
+    (lambda: ops.softmax(np.ones(2)), TypeError, "softmax takes float32, not float64"),
+    (lambda: ops.softmax(np.ones((2, 0), np.float32)), ValueError,
+     r"at least one element on its last axis, not shape \(2, 0\)"),
 ])
 def test_elementwise_operators_reject_bad_arguments(call, error, message):
     with pytest.raises(error, match=message):

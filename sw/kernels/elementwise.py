@@ -13,6 +13,12 @@ governing predicate of the next vector of elements, the body runs on the whole v
 * ``zatile_requantize_s32(x, out, n, quantization)``: int32 to int8, as the GEMM epilogue does
   (SCVTF, FMUL, FRINTN, FCVTZS, + zero point, SMAX/SMIN, ST1B) with ``quantization`` holding
   int32 low, high, zero point, 0 and the float32 scale.
+* ``zatile_softmax_f32(x, out, rows, n)``: each row's softmax: its maximum (FMAX per lane,
+  FMAXV); then per element e = exp(x - max) with ``x - max`` clamped at -87, n = round(d·log2
+  e) (FRINTN), r = d - n·ln2 in two fused steps (FMLS), a degree-6 Taylor polynomial by fused
+  Horner steps (FMAD) and 2^n built in the exponent bits, stored and summed per lane (FADD);
+  the sum is FADDV's pairwise tree over the lanes; then each e is divided by it (FDIV). The
+  sum's order, hence the last bit, depends on the vector length.
 
 Types (:data:`ELEMENT_TYPES`): f32, f64, s8, s16, s32, s64. Interface (docs/abi.md): a
 non-streaming function that is locally streaming and does not touch ZA (``smstart sm`` /
@@ -22,7 +28,8 @@ X8-X11, Z0/Z1 and Z28-Z31, P0/P1.
 
 from __future__ import annotations
 
-__all__ = ["ELEMENT_TYPES", "BINARY_OPERATIONS", "elementwise_kernels", "elementwise_prototypes"]
+__all__ = ["ELEMENT_TYPES", "BINARY_OPERATIONS", "SOFTMAX_CONSTANTS", "elementwise_kernels",
+           "elementwise_prototypes"]
 
 #: Element types: (numpy dtype, element suffix, log2 of the element size).
 ELEMENT_TYPES = {"f32": ("float32", "s", 2), "f64": ("float64", "d", 3), "s8": ("int8", "b", 0),
@@ -145,13 +152,78 @@ def _requantize() -> tuple[str, str]:
                                                                                body))
 
 
+#: The softmax kernel's float32 constants, in the order they are loaded into Z16..Z26: the
+#: lower clamp of x - max (keeps 2^n normal), log2(e), ln(2) in a high and a low part
+#: (Cody-Waite), and the Taylor coefficients 1/k! of e^r for k = 0..6.
+SOFTMAX_CONSTANTS = (-87.0, 1.4426950408889634, 0.693145751953125, 1.4286067653302226e-06,
+                     1.0, 1.0, 1 / 2, 1 / 6, 1 / 24, 1 / 120, 1 / 720)
+
+
+def _softmax() -> tuple[str, str]:
+    """Row-wise softmax of float32 ``x`` (rows × n): three VLA loops per row (max; exp, store
+    and per-lane sum; divide)."""
+    import struct
+
+    name = "zatile_softmax_f32"
+    setup = ["        ptrue   p1.s"]
+    for index, value in enumerate(SOFTMAX_CONSTANTS):
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        setup += [f"        movz    w9, #{bits & 0xFFFF:#x}",
+                  f"        movk    w9, #{bits >> 16:#x}, lsl #16",
+                  f"        dup     z{16 + index}.s, w9               // {value!r}"]
+    setup += ["        movz    w14, #0xff80, lsl #16     // -inf",
+              "        mov     x10, #0                   // row",
+              "        lsl     x11, x3, #2               // bytes per row",
+              "        mov     x12, x0                   // the row of x",
+              "        mov     x13, x1                   // the row of out",
+              f".L{name}_row:",
+              "        cmp     x10, x2",
+              f"        b.hs    .L{name}_done",
+              "        dup     z1.s, w14"]
+    maximum = ["        ld1w    {z0.s}, p0/z, [x12, x8, lsl #2]",
+               "        fmax    z1.s, p0/m, z1.s, z0.s"]
+    exponential = [
+        "        ld1w    {z0.s}, p0/z, [x12, x8, lsl #2]",
+        "        fsub    z0.s, z0.s, z3.s          // d = x - max",
+        "        fmax    z0.s, p1/m, z0.s, z16.s   // d >= -87",
+        "        fmul    z4.s, z0.s, z17.s         // d log2(e)",
+        "        frintn  z4.s, p1/m, z4.s          // n, ties to even",
+        "        fmls    z0.s, p1/m, z4.s, z18.s   // r = d - n ln2_hi - n ln2_lo (fused)",
+        "        fmls    z0.s, p1/m, z4.s, z19.s",
+        "        mov     z5.d, z26.d               // Horner, fused: 1/6! ... 1/0!",
+        *[f"        fmad    z5.s, p1/m, z0.s, z{25 - index}.s" for index in range(6)],
+        "        fcvtzs  z4.s, p1/m, z4.s",
+        "        add     z4.s, z4.s, #127",
+        "        lsl     z4.s, z4.s, #23           // 2^n",
+        "        fmul    z0.s, z5.s, z4.s          // e^d = e^r 2^n",
+        "        st1w    {z0.s}, p0, [x13, x8, lsl #2]",
+        "        fadd    z2.s, p0/m, z2.s, z0.s    // the lanes' running sums"]
+    divide = ["        ld1w    {z0.s}, p0/z, [x13, x8, lsl #2]",
+              "        fdiv    z0.s, p0/m, z0.s, z3.s",
+              "        st1w    {z0.s}, p0, [x13, x8, lsl #2]"]
+    body = [*setup,
+            *_loop(f"{name}_max", "s", "x3", maximum), f".L{name}_max_done:",
+            "        fmaxv   s1, p1, z1.s", "        mov     z3.s, s1                  // max",
+            "        mov     z2.s, #0",
+            *_loop(f"{name}_exp", "s", "x3", exponential), f".L{name}_exp_done:",
+            "        faddv   s2, p1, z2.s              // the sum: FADDV's pairwise tree",
+            "        mov     z3.s, s2",
+            *_loop(f"{name}_divide", "s", "x3", divide), f".L{name}_divide_done:",
+            "        add     x12, x12, x11",
+            "        add     x13, x13, x11",
+            "        add     x10, x10, #1",
+            f"        b       .L{name}_row"]
+    return name, _function(name, "out[r] = softmax(x[r]) for each of rows rows of n float32",
+                           body)
+
+
 def elementwise_kernels() -> dict[str, str]:
     """The assembly source of every elementwise kernel, by function name."""
     kernels = [_binary(operation, type_name) for operation in BINARY_OPERATIONS
                for type_name in ELEMENT_TYPES]
     kernels += [_relu(type_name) for type_name in ELEMENT_TYPES]
     kernels += [_max_rows(type_name) for type_name in ELEMENT_TYPES]
-    kernels.append(_requantize())
+    kernels += [_requantize(), _softmax()]
     return dict(kernels)
 
 
@@ -160,7 +232,8 @@ def elementwise_prototypes() -> dict[str, str]:
     parameters = {"add": "const void *x, const void *y, void *out, uint64_t n",
                   "relu": "const void *x, void *out, uint64_t n",
                   "max_rows": "const void *x, void *out, uint64_t rows, uint64_t n",
-                  "requantize": "const void *x, void *out, uint64_t n, const void *quantization"}
+                  "requantize": "const void *x, void *out, uint64_t n, const void *quantization",
+                  "softmax": "const void *x, void *out, uint64_t rows, uint64_t n"}
     parameters["mul"] = parameters["max"] = parameters["add"]
     return {name: parameters[name.removeprefix("zatile_").rsplit("_", 1)[0]]
             for name in elementwise_kernels()}
