@@ -26,7 +26,7 @@ from zatile.sim.tools import find_tool
 from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
 from zatile.sw.abi.rtl_exec import call_rtl
 from zatile.sw.kernels import library
-from zatile.sw.kernels.elementwise import ELEMENT_TYPES
+from zatile.sw.kernels.elementwise import ELEMENT_TYPES, SOFTMAX_CONSTANTS
 from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype
 
 __all__ = ["BACKENDS", "matmul", "dense", "batch_matmul", "conv2d", "im2col", "add", "multiply",
@@ -811,8 +811,6 @@ def softmax_reference(x: np.ndarray, svl: int) -> np.ndarray:
     steps over 1/k!; times 2^n; per-lane running sums over vectors of ``svl``/32 lanes, then
     FADDV's tree (the reduction of the lower half plus that of the upper half, recursively, so
     neighbouring lanes are added first); each e divided by the sum. For finite x."""
-    from zatile.sw.kernels.elementwise import SOFTMAX_CONSTANTS
-
     low, log2e, ln2_hi, ln2_lo, *coefficients = (np.float32(value)
                                                  for value in SOFTMAX_CONSTANTS)
     x = np.asarray(x, np.float32)
