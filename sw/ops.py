@@ -30,7 +30,8 @@ from zatile.sw.kernels.elementwise import ELEMENT_TYPES, SOFTMAX_CONSTANTS
 from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype
 
 __all__ = ["BACKENDS", "matmul", "dense", "batch_matmul", "conv2d", "im2col", "add", "multiply",
-           "maximum", "relu", "max_pool2d", "requantize", "softmax", "matmul_reference",
+           "maximum", "relu", "max_pool2d", "requantize", "softmax", "transpose",
+           "matmul_reference",
            "requantize_reference", "conv2d_reference", "max_pool2d_reference",
            "softmax_reference"]
 
@@ -443,6 +444,18 @@ def softmax(x: np.ndarray, *, backend: str = "model", svl: int = 512,
     data = _call("zatile_softmax_f32", [np.ascontiguousarray(x).tobytes(), bytes(x.nbytes),
                  rows, n], 1, backend, svl, stats)
     return np.frombuffer(data, np.float32).reshape(x.shape).copy()
+
+
+def transpose(x: np.ndarray, *, backend: str = "model", svl: int = 512,
+              stats: dict | None = None) -> np.ndarray:
+    """The transpose of a 2-D array of 32-bit elements (float32, int32) on the engine, through
+    ZA (:mod:`zatile.sw.kernels.pack`: horizontal slices in, vertical slices out)."""
+    if not isinstance(x, np.ndarray) or x.ndim != 2 or x.dtype.itemsize != 4 or x.size == 0:
+        raise ValueError(f"x must be a non-empty 2-D array of 32-bit elements, not "
+                         f"{_describe(x)}")
+    data = _call("zatile_transpose_32", [np.ascontiguousarray(x).tobytes(), bytes(x.nbytes),
+                 x.shape[0], x.shape[1]], 1, backend, svl, stats)
+    return np.frombuffer(data, x.dtype).reshape(x.shape[::-1]).copy()
 
 
 def _windows(x: np.ndarray, kernel, stride, padding):

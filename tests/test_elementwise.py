@@ -6,6 +6,7 @@
   oracle states Arm's rule), integers wrapping.
 * requantize equals requantize_reference (ties to even, saturation, zero point).
 * max_pool2d equals a direct numpy maximum over the windows (stride, padding, int8 and fp32).
+* transpose through ZA (the engine-side packing of A) equals numpy's for every edge shape.
 * softmax is bit-identical to softmax_reference at each SVL (whose sum order depends on the
   SVL: the reference of another SVL differs), within 1e-5 of the exact softmax.
 * Each kernel is one VLA loop (whilelt, inc, b.first; no scalar tail), locally streaming
@@ -82,6 +83,17 @@ def test_requantize_is_the_reference(svl):
                      ops.requantize_reference(x, 0, scale, zero_point, clamp))
 
 
+@pytest.mark.parametrize("svl", [128, 512])
+def test_transpose_through_za_is_numpys(svl):
+    _need_zig()
+    rng = np.random.default_rng(svl)
+    for shape in ((1, 1), (5, 3), (37, 70), (16, 16)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        assert _same(ops.transpose(x, svl=svl), np.ascontiguousarray(x.T)), shape
+    integers = rng.integers(-2 ** 31, 2 ** 31, (9, 4)).astype(np.int32)
+    assert _same(ops.transpose(integers, svl=svl), np.ascontiguousarray(integers.T))
+
+
 @pytest.mark.parametrize("svl", [128, 512, 2048])
 def test_softmax_is_the_reference_of_its_svl(svl):
     _need_zig()
@@ -152,6 +164,9 @@ def test_operators_under_qemu_and_on_the_rtl():
         wide = rng.integers(-10 ** 6, 10 ** 6, 13).astype(np.int32)
         assert _same(ops.requantize(wide, 0.01, 2, backend=backend, svl=svl),
                      ops.requantize_reference(wide, 0, 0.01, 2)), backend
+        matrix = rng.standard_normal((6, 11)).astype(np.float32)
+        assert _same(ops.transpose(matrix, backend=backend, svl=svl),
+                     np.ascontiguousarray(matrix.T)), backend
         logits = (rng.standard_normal((3, 21)) * 5).astype(np.float32)
         assert _same(ops.softmax(logits, backend=backend, svl=svl),
                      ops.softmax_reference(logits, svl)), backend
@@ -175,6 +190,8 @@ def test_operators_under_qemu_and_on_the_rtl():
      "the kernel 3x3 does not fit the padded 2x2 input"),
     (lambda: ops.relu(np.ones(2), backend="fpga"), ValueError, "not 'fpga'"),
     (lambda: ops.softmax(np.ones(2)), TypeError, "softmax takes float32, not float64"),
+    (lambda: ops.transpose(np.ones((2, 2))), ValueError,
+     r"non-empty 2-D array of 32-bit elements, not a C-contiguous \(2, 2\) float64 array"),
     (lambda: ops.softmax(np.ones((2, 0), np.float32)), ValueError,
      r"at least one element on its last axis, not shape \(2, 0\)"),
 ])

@@ -30,7 +30,8 @@ _GEMM_VALUES = {"a": "buffers[0]", "b": "buffers[1]", "c": "buffers[2]", "m": "5
                 "k_groups": "3", "bias": "buffers[3]", "clamp": "buffers[4]",
                 "quantization": "buffers[4]"}
 _ELEMENTWISE_VALUES = {"x": "buffers[0]", "y": "buffers[1]", "out": "buffers[2]", "n": "37",
-                       "rows": "3", "quantization": "buffers[4]"}
+                       "rows": "3", "quantization": "buffers[4]", "src": "buffers[0]",
+                       "dst": "buffers[2]", "columns": "37"}
 
 
 def _calls() -> list[tuple[str, str]]:
@@ -147,7 +148,7 @@ def test_every_kernel_from_acle_c_keeps_the_callers_state_and_matches_qemu(svl):
     program = _build()
     status, output = _run_model(program, svl)
     lines = output.decode().splitlines()
-    assert status == 0 and len(lines) == len(_calls()) == 84
+    assert status == 0 and len(lines) == len(_calls()) == 85
     assert all(re.fullmatch(r"zatile_\w+ [0-9a-f]{16}", line) for line in lines), lines
     assert (status, output) == run_oracle(program, svl=svl)
 
