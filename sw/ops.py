@@ -268,10 +268,10 @@ def _pair(name: str, value) -> tuple[int, int]:
     return int(pair[0]), int(pair[1])
 
 
-def im2col(x: np.ndarray, kernel: tuple[int, int], stride=1, padding=0,
-           dilation=1) -> np.ndarray:
+def im2col(x: np.ndarray, kernel: tuple[int, int], stride=1, padding=0, dilation=1,
+           fill=0) -> np.ndarray:
     """The patches of an NHWC ``x``: (N, OH, OW, KH·KW·C), each patch ordered (kh, kw, c) like
-    an OHWI weight's row, zero padding outside ``x``."""
+    an OHWI weight's row, ``fill`` (zero) outside ``x``."""
     (sh, sw), (ph, pw), (dh, dw) = (_pair("stride", stride), _pair("padding", padding),
                                     _pair("dilation", dilation))
     batch, height, width, channels = x.shape
@@ -281,7 +281,7 @@ def im2col(x: np.ndarray, kernel: tuple[int, int], stride=1, padding=0,
     if out_h < 1 or out_w < 1:
         raise ValueError(f"the kernel {kh}x{kw} (dilation {dh}x{dw}) does not fit the padded "
                          f"{height}x{width} input (padding {ph}x{pw})")
-    padded = np.zeros((batch, height + 2 * ph, width + 2 * pw, channels), x.dtype)
+    padded = np.full((batch, height + 2 * ph, width + 2 * pw, channels), fill, x.dtype)
     padded[:, ph:ph + height, pw:pw + width] = x
     patches = np.empty((batch, out_h, out_w, kh, kw, channels), x.dtype)
     for row in range(kh):
@@ -464,20 +464,13 @@ def _windows(x: np.ndarray, kernel, stride, padding):
     if not isinstance(x, np.ndarray) or x.ndim != 4:
         raise ValueError(f"x must be a 4-D (NHWC) numpy array, not {_describe(x)}")
     kh, kw = _pair("kernel", kernel)
-    sh, sw = _pair("stride", kernel if stride is None else stride)
     ph, pw = _pair("padding", padding)
     if ph >= kh or pw >= kw:
         raise ValueError(f"padding {ph}x{pw} must be smaller than the kernel {kh}x{kw}")
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    batch, height, width, channels = x.shape
-    out_h, out_w = (height + 2 * ph - kh) // sh + 1, (width + 2 * pw - kw) // sw + 1
-    if out_h < 1 or out_w < 1:
-        raise ValueError(f"the kernel {kh}x{kw} does not fit the padded {height}x{width} input")
-    padded = np.full((batch, height + 2 * ph, width + 2 * pw, channels), lowest, x.dtype)
-    padded[:, ph:ph + height, pw:pw + width] = x
-    return np.stack([padded[:, row:row + sh * (out_h - 1) + 1:sh,
-                            column:column + sw * (out_w - 1) + 1:sw]
-                     for row in range(kh) for column in range(kw)])
+    patches = im2col(x, (kh, kw), (kh, kw) if stride is None else stride, padding, fill=lowest)
+    windows = patches.reshape(*patches.shape[:3], kh * kw, x.shape[3])
+    return np.ascontiguousarray(np.moveaxis(windows, 3, 0))
 
 
 def max_pool2d(x: np.ndarray, kernel, stride=None, padding=0, *, backend: str = "model",

@@ -187,7 +187,7 @@ def test_operators_under_qemu_and_on_the_rtl():
     (lambda: ops.max_pool2d(np.ones((1, 4, 4, 1), np.float32), 2, padding=2), ValueError,
      "padding 2x2 must be smaller than the kernel 2x2"),
     (lambda: ops.max_pool2d(np.ones((1, 2, 2, 1), np.float32), 3), ValueError,
-     "the kernel 3x3 does not fit the padded 2x2 input"),
+     r"the kernel 3x3 \(dilation 1x1\) does not fit the padded 2x2 input"),
     (lambda: ops.relu(np.ones(2), backend="fpga"), ValueError, "not 'fpga'"),
     (lambda: ops.softmax(np.ones(2)), TypeError, "softmax takes float32, not float64"),
     (lambda: ops.transpose(np.ones((2, 2))), ValueError,
