@@ -8,6 +8,7 @@ executable directly (:meth:`zatile.sw.abi.elf_process.ElfProcess.call`), QEMU ru
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -63,6 +64,19 @@ def kernel_table_source() -> str:
             f"const int KERNEL_COUNT = {len(names)};\n")
 
 
+@functools.cache
+def _library_sources() -> tuple[str, str, str]:
+    """The kernels' assembly, the harness's kernel table and the hash naming the executable
+    (of those, the harness, the runtime and the compiler): generated once per process, since
+    every operator call asks for the library."""
+    source, table = library_source(), kernel_table_source()
+    digest = hashlib.sha256((source + table).encode())
+    for path in (HARNESS, HARNESS.with_suffix(".h"), *RUNTIME_SOURCES):
+        digest.update(path.read_bytes())
+    digest.update(repr((toolchain.TARGET, toolchain.CPU, version("ziglang"))).encode())
+    return source, table, digest.hexdigest()[:16]
+
+
 def library() -> Path:
     """The library executable, built with ``zatile cc -O2`` on first use and cached in
     ``$ZATILE_CACHE/kernels`` by the hash of its sources, the runtime and the compiler.
@@ -72,14 +86,10 @@ def library() -> Path:
     zatile.sw.toolchain.ToolchainError
         If ziglang is not installed.
     """
-    source, table = library_source(), kernel_table_source()
-    digest = hashlib.sha256((source + table).encode())
-    for path in (HARNESS, HARNESS.with_suffix(".h"), *RUNTIME_SOURCES):
-        digest.update(path.read_bytes())
-    digest.update(repr((toolchain.TARGET, toolchain.CPU, version("ziglang"))).encode())
+    source, table, digest = _library_sources()
     directory = toolchain.cache_directory().parent / "kernels"
     directory.mkdir(parents=True, exist_ok=True)
-    output = directory / f"library-{digest.hexdigest()[:16]}"
+    output = directory / f"library-{digest}"
     if not output.exists():
         with tempfile.TemporaryDirectory(dir=directory) as scratch:
             assembly, kernels = Path(scratch) / "kernels.S", Path(scratch) / "kernels.c"
