@@ -16,10 +16,12 @@ import io
 import operator
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from zatile.sim.qemu import qemu_sme_cpu_option
 from zatile.sim.tools import find_tool
@@ -27,7 +29,7 @@ from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
 from zatile.sw.abi.rtl_exec import call_rtl
 from zatile.sw.kernels import library
 from zatile.sw.kernels.elementwise import ELEMENT_TYPES, SOFTMAX_CONSTANTS
-from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype
+from zatile.sw.kernels.gemm import GEMM_TYPES, GemmKernel, numpy_dtype, outer_products
 
 __all__ = ["BACKENDS", "matmul", "dense", "batch_matmul", "conv2d", "im2col", "add", "multiply",
            "maximum", "relu", "max_pool2d", "requantize", "softmax", "transpose",
@@ -77,7 +79,8 @@ def _pack(matrix: np.ndarray, group: int, columns_of_a: bool) -> bytes:
 
 def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
            accumulate: bool = False, bias=None, clamp=None, scale=None, zero_point: int = 0,
-           backend: str = "model", svl: int = 512, stats: dict | None = None) -> np.ndarray:
+           backend: str = "model", svl: int = 512, stats: dict | None = None,
+           progress: bool | None = None) -> np.ndarray:
     """``A @ B`` (or ``out += A @ B``), optionally ``+ bias`` and clamped, on the engine.
 
     The kernels are ``zatile_gemm[_acc]_<types>[_bias_clamp]``
@@ -126,6 +129,10 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
         ``engine_instructions_by_class`` (model and RTL), and on the RTL ``cycles``,
         ``busy_cycles``, ``outer_products``, ``memory_instructions`` (vector and slice loads
         and stores, ``svl / 8`` bytes each) and ``macs`` from the engine's performance counters.
+    progress : bool, optional
+        On the RTL, a progress bar (tqdm, on stderr) of the outer products done out of those
+        the kernel issues, updated while the simulation runs: always (True), never (False), or
+        when stderr is a terminal (None). Other operators show engine instructions instead.
 
     Returns
     -------
@@ -157,8 +164,9 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
     arguments = [_pack(a, kind.group, columns_of_a=True), _pack(b, kind.group, columns_of_a=False),
                  out.tobytes() if accumulate else bytes(m * n * c_dtype.itemsize),
                  m, n, -(-k // kind.group), *extra]
+    vl = svl // (8 << kind.result_shift)
     result = _call(GemmKernel(types, accumulate, epilogue).name, arguments, 2, backend, svl,
-                   stats)
+                   stats, progress, outer_products(m, n, arguments[5], vl))
     product = np.frombuffer(result, c_dtype).reshape(m, n)
     if out is None:
         return product.copy()
@@ -179,7 +187,7 @@ def _activation_clamp(activation, dtype: np.dtype, zero_point: int, requantize: 
 
 def dense(x: np.ndarray, w: np.ndarray, bias=None, activation=None, *, scale=None,
           zero_point: int = 0, backend: str = "model", svl: int = 512,
-          stats: dict | None = None) -> np.ndarray:
+          stats: dict | None = None, progress: bool | None = None) -> np.ndarray:
     """A fully connected layer ``x · wᵀ + bias`` with an activation, fused on the engine.
 
     Parameters
@@ -195,7 +203,7 @@ def dense(x: np.ndarray, w: np.ndarray, bias=None, activation=None, *, scale=Non
         above the zero point.
     scale, zero_point
         Requantize int8 × int8 to int8 (see :func:`matmul`).
-    backend, svl, stats
+    backend, svl, stats, progress
         As for :func:`matmul`.
 
     Returns
@@ -219,7 +227,8 @@ def dense(x: np.ndarray, w: np.ndarray, bias=None, activation=None, *, scale=Non
     result_dtype = numpy_dtype(GEMM_TYPES[_gemm_types(x.reshape(-1, x.shape[-1]), w.T)].result)
     clamp = _activation_clamp(activation, result_dtype, zero_point, scale is not None)
     product = matmul(x.reshape(-1, x.shape[-1]), w.T, bias=bias, clamp=clamp, scale=scale,
-                     zero_point=zero_point, backend=backend, svl=svl, stats=stats)
+                     zero_point=zero_point, backend=backend, svl=svl, stats=stats,
+                     progress=progress)
     return product[0] if x.ndim == 1 else product
 
 
@@ -294,7 +303,8 @@ def im2col(x: np.ndarray, kernel: tuple[int, int], stride=1, padding=0, dilation
 
 def conv2d(x: np.ndarray, w: np.ndarray, bias=None, stride=1, padding=0, dilation=1,
            groups: int = 1, *, activation=None, scale=None, zero_point: int = 0,
-           backend: str = "model", svl: int = 512, stats: dict | None = None) -> np.ndarray:
+           backend: str = "model", svl: int = 512, stats: dict | None = None,
+           progress: bool | None = None) -> np.ndarray:
     """A 2-D convolution of an NHWC ``x`` with OHWI weights ``w``, through :func:`im2col` and
     one GEMM per group (bias, activation and requantization fused in its epilogue).
 
@@ -314,7 +324,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias=None, stride=1, padding=0, dilatio
         Per height and width.
     groups : int
         C and O are split into this many groups, each convolved with its own weights.
-    activation, scale, zero_point, backend, svl, stats
+    activation, scale, zero_point, backend, svl, stats, progress
         As for :func:`dense`.
 
     Returns
@@ -354,7 +364,8 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias=None, stride=1, padding=0, dilatio
         pieces.append(dense(patches.reshape(-1, patches.shape[3]), w[out].reshape(outputs, -1),
                             None if biases is None else biases[out], activation,
                             scale=None if scales is None else scales[out],
-                            zero_point=zero_point, backend=backend, svl=svl, stats=stats))
+                            zero_point=zero_point, backend=backend, svl=svl, stats=stats,
+                            progress=progress))
     return np.concatenate(pieces, axis=1).reshape(*patches.shape[:3], w.shape[0])
 
 
@@ -370,51 +381,52 @@ def _element_type(name: str, value) -> str:
 
 
 def _binary(operation: str, x: np.ndarray, y: np.ndarray, backend: str, svl: int,
-            stats: dict | None) -> np.ndarray:
+            stats: dict | None, progress: bool | None) -> np.ndarray:
     type_name = _element_type("x", x)
     if _element_type("y", y) != type_name or x.shape != y.shape:
         raise ValueError(f"x and y must have one shape and dtype, not {x.shape} {x.dtype} and "
                          f"{y.shape} {y.dtype}")
     data = _call(f"zatile_{operation}_{type_name}", [np.ascontiguousarray(x).tobytes(),
                  np.ascontiguousarray(y).tobytes(), bytes(x.nbytes), x.size], 2, backend, svl,
-                 stats)
+                 stats, progress)
     return np.frombuffer(data, x.dtype).reshape(x.shape).copy()
 
 
 def add(x: np.ndarray, y: np.ndarray, *, backend: str = "model", svl: int = 512,
-        stats: dict | None = None) -> np.ndarray:
+        stats: dict | None = None, progress: bool | None = None) -> np.ndarray:
     """``x + y`` elementwise on the engine (FADD; ADD wrapping for integers): one VLA
     streaming-SVE loop (:mod:`zatile.sw.kernels.elementwise`). x and y share a shape and one
-    dtype of float32, float64, int8, int16, int32, int64; ``backend``, ``svl``, ``stats`` as
-    for :func:`matmul`."""
-    return _binary("add", x, y, backend, svl, stats)
+    dtype of float32, float64, int8, int16, int32, int64; ``backend``, ``svl``, ``stats``,
+    ``progress`` as for :func:`matmul`."""
+    return _binary("add", x, y, backend, svl, stats, progress)
 
 
 def multiply(x: np.ndarray, y: np.ndarray, *, backend: str = "model", svl: int = 512,
-             stats: dict | None = None) -> np.ndarray:
+             stats: dict | None = None, progress: bool | None = None) -> np.ndarray:
     """``x * y`` elementwise on the engine (FMUL; MUL wrapping for integers); see :func:`add`."""
-    return _binary("mul", x, y, backend, svl, stats)
+    return _binary("mul", x, y, backend, svl, stats, progress)
 
 
 def maximum(x: np.ndarray, y: np.ndarray, *, backend: str = "model", svl: int = 512,
-            stats: dict | None = None) -> np.ndarray:
+            stats: dict | None = None, progress: bool | None = None) -> np.ndarray:
     """The elementwise maximum on the engine (FMAX: of two zeros +0 unless both are -0; SMAX);
     see :func:`add`."""
-    return _binary("max", x, y, backend, svl, stats)
+    return _binary("max", x, y, backend, svl, stats, progress)
 
 
 def relu(x: np.ndarray, *, backend: str = "model", svl: int = 512,
-         stats: dict | None = None) -> np.ndarray:
+         stats: dict | None = None, progress: bool | None = None) -> np.ndarray:
     """``max(x, 0)`` elementwise on the engine (FMAX with #0.0, so -0 gives +0; SMAX with #0);
     see :func:`add`."""
     type_name = _element_type("x", x)
     data = _call(f"zatile_relu_{type_name}", [np.ascontiguousarray(x).tobytes(),
-                 bytes(x.nbytes), x.size], 1, backend, svl, stats)
+                 bytes(x.nbytes), x.size], 1, backend, svl, stats, progress)
     return np.frombuffer(data, x.dtype).reshape(x.shape).copy()
 
 
 def requantize(x: np.ndarray, scale: float, zero_point: int = 0, clamp=(-128, 127), *,
-               backend: str = "model", svl: int = 512, stats: dict | None = None) -> np.ndarray:
+               backend: str = "model", svl: int = 512, stats: dict | None = None,
+               progress: bool | None = None) -> np.ndarray:
     """int32 ``x`` to int8 on the engine with one float32 ``scale``, exactly as
     :func:`requantize_reference` states (and as the GEMM epilogue does)."""
     if _element_type("x", x) != "s32":
@@ -426,12 +438,12 @@ def requantize(x: np.ndarray, scale: float, zero_point: int = 0, clamp=(-128, 12
     quantization = np.array([low, high, zero_point, 0], np.int32).tobytes() \
         + np.float32(scale).tobytes()
     data = _call("zatile_requantize_s32", [np.ascontiguousarray(x).tobytes(), bytes(x.size),
-                 x.size, quantization], 1, backend, svl, stats)
+                 x.size, quantization], 1, backend, svl, stats, progress)
     return np.frombuffer(data, np.int8).reshape(x.shape).copy()
 
 
 def softmax(x: np.ndarray, *, backend: str = "model", svl: int = 512,
-            stats: dict | None = None) -> np.ndarray:
+            stats: dict | None = None, progress: bool | None = None) -> np.ndarray:
     """The softmax of float32 ``x`` over its last axis on the engine, bit-identical to
     :func:`softmax_reference` at the same ``svl`` (and within a few units in the last place of
     the exact softmax)."""
@@ -442,19 +454,19 @@ def softmax(x: np.ndarray, *, backend: str = "model", svl: int = 512,
                          f"{x.shape}")
     rows, n = x.size // x.shape[-1], x.shape[-1]
     data = _call("zatile_softmax_f32", [np.ascontiguousarray(x).tobytes(), bytes(x.nbytes),
-                 rows, n], 1, backend, svl, stats)
+                 rows, n], 1, backend, svl, stats, progress)
     return np.frombuffer(data, np.float32).reshape(x.shape).copy()
 
 
 def transpose(x: np.ndarray, *, backend: str = "model", svl: int = 512,
-              stats: dict | None = None) -> np.ndarray:
+              stats: dict | None = None, progress: bool | None = None) -> np.ndarray:
     """The transpose of a 2-D array of 32-bit elements (float32, int32) on the engine, through
     ZA (:mod:`zatile.sw.kernels.pack`: horizontal slices in, vertical slices out)."""
     if not isinstance(x, np.ndarray) or x.ndim != 2 or x.dtype.itemsize != 4 or x.size == 0:
         raise ValueError(f"x must be a non-empty 2-D array of 32-bit elements, not "
                          f"{_describe(x)}")
     data = _call("zatile_transpose_32", [np.ascontiguousarray(x).tobytes(), bytes(x.nbytes),
-                 x.shape[0], x.shape[1]], 1, backend, svl, stats)
+                 x.shape[0], x.shape[1]], 1, backend, svl, stats, progress)
     return np.frombuffer(data, x.dtype).reshape(x.shape[::-1]).copy()
 
 
@@ -474,7 +486,8 @@ def _windows(x: np.ndarray, kernel, stride, padding):
 
 
 def max_pool2d(x: np.ndarray, kernel, stride=None, padding=0, *, backend: str = "model",
-               svl: int = 512, stats: dict | None = None) -> np.ndarray:
+               svl: int = 512, stats: dict | None = None,
+               progress: bool | None = None) -> np.ndarray:
     """2-D max pooling of an NHWC ``x`` (stride defaults to the kernel; padding never wins):
     the windows are laid out on the host as KH·KW arrays and reduced on the engine by one VLA
     loop (FMAX/SMAX)."""
@@ -482,7 +495,7 @@ def max_pool2d(x: np.ndarray, kernel, stride=None, padding=0, *, backend: str = 
     windows = _windows(x, kernel, stride, padding)
     rows, size = windows.shape[0], windows[0].size
     data = _call(f"zatile_max_rows_{type_name}", [windows.tobytes(), bytes(windows[0].nbytes),
-                 rows, size], 1, backend, svl, stats)
+                 rows, size], 1, backend, svl, stats, progress)
     return np.frombuffer(data, x.dtype).reshape(windows.shape[1:]).copy()
 
 
@@ -552,14 +565,34 @@ def _placement(arguments: list, output: int, base: int):
 
 
 def _call(function: str, arguments: list, output: int, backend: str, svl: int,
-          stats: dict | None) -> bytes:
+          stats: dict | None, progress: bool | None = None,
+          products: int | None = None) -> bytes:
     """Run one kernel of the library on ``backend`` and return the bytes of its output buffer
-    (``arguments[output]``); its counters are added to ``stats``."""
+    (``arguments[output]``); its counters are added to ``stats``. On the RTL ``progress`` draws
+    a bar (see :func:`matmul`) of ``products`` outer products, or of engine instructions."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    result, counters = _RUNNERS[backend](function, arguments, output, svl)
+    if backend == "rtl":
+        with _progress_bar(function, progress, products) as report:
+            result, counters = _run_rtl(function, arguments, output, svl, report)
+    else:
+        result, counters = _RUNNERS[backend](function, arguments, output, svl)
     _merge_stats(stats, counters)
     return result
+
+
+@contextmanager
+def _progress_bar(function: str, progress: bool | None, products: int | None):
+    """Yield the ``progress`` callback of :func:`~zatile.sw.abi.rtl_exec.call_rtl` that draws a
+    tqdm bar of a kernel's outer products out of ``products`` (or of its engine instructions
+    when that is None), or None for no bar."""
+    if progress is False:
+        yield None
+        return
+    counter, unit = ("retired_mopa", "MOPA") if products else ("retired", "instr")
+    with tqdm(total=products or None, desc=function, unit=unit, leave=False,
+              disable=None if progress is None else False) as bar:
+        yield lambda perf: bar.update(perf[counter] - bar.n)
 
 
 def _run_model(function: str, arguments: list, output: int, svl: int):
@@ -571,10 +604,10 @@ def _run_model(function: str, arguments: list, output: int, svl: int):
     return data, counts
 
 
-def _run_rtl(function: str, arguments: list, output: int, svl: int):
+def _run_rtl(function: str, arguments: list, output: int, svl: int, report=None):
     values, inputs, result = _placement(arguments, output, _BUFFERS)
     (data,), figures = call_rtl(library(), function, values, inputs=inputs, outputs=[result],
-                                svl=svl)
+                                svl=svl, progress=report)
     perf = figures["engine_perf"]
     return data, {**figures["host"], "cycles": perf["cycles"],
                   "busy_cycles": perf["busy_cycles"], "outer_products": perf["retired_mopa"],
@@ -602,7 +635,7 @@ def _run_qemu(function: str, arguments: list, output: int, svl: int):
         return output_file.read_bytes(), {}
 
 
-_RUNNERS = {"model": _run_model, "rtl": _run_rtl, "qemu": _run_qemu}
+_RUNNERS = {"model": _run_model, "qemu": _run_qemu}
 
 
 def matmul_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, bias=None,

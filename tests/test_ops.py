@@ -37,6 +37,7 @@ from zatile.sw.abi.elf_process import run_program
 from zatile.sw.cli import main
 from zatile.sw.kernels import library, library_source
 from zatile.sw.kernels.gemm import GEMM_KERNELS, GemmKernel, gemm_kernel
+from zatile.sw.kernels.gemm import outer_products as kernel_outer_products
 from zatile.sw.ops import matmul, matmul_reference, requantize_reference
 
 #: (M, N, K): K = 1, tails on every edge, and each blocking with several blocks at SVL 128
@@ -306,14 +307,30 @@ def test_matmul_on_the_rtl_gives_the_same_bits():
 @pytest.mark.parametrize("m, n, blocking, outer_products", [
     (1, 16, "1VL x 4VL", 32), (16, 1, "4VL x 1VL", 32), (8, 8, "2VL x 2VL", 32),
     (1, 17, "1VL x 4VL", 64)])
-def test_blocking_is_chosen_by_shape(m, n, blocking, outer_products):
+def test_blocking_is_chosen_by_shape(m, n, blocking, outer_products, capsys):
     """At SVL 128 (VL = 4): one 4VL-long block takes 8 k steps x 4 MOPAs; 2VL x 2VL would
-    need two blocks (64) for M = 1, N = 16."""
+    need two blocks (64) for M = 1, N = 16. The generator's count of the kernel's outer
+    products says the same; no progress bar is drawn when stderr is not a terminal."""
     _need_zig()
     a, b = _operands(m, n, 8, seed=14)
     stats = {}
     assert _same_bits(matmul(a, b, backend="rtl", svl=128, stats=stats), matmul_reference(a, b))
     assert stats["outer_products"] == outer_products, blocking
+    assert kernel_outer_products(m, n, 8, vl=4) == outer_products
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_bar_follows_the_simulation(capsys):
+    """``progress=True`` draws a tqdm bar on stderr, fed while the simulation runs: it passes
+    through counts between 0 and the kernel's outer products (864 here, 3 x 3 blocks of
+    2VL x 2VL x 24 k steps x 4) and ends there."""
+    _need_zig()
+    a, b = _operands(24, 24, 24, seed=15)
+    assert _same_bits(matmul(a, b, backend="rtl", svl=128, progress=True),
+                      matmul_reference(a, b))
+    counts = [int(count) for count in re.findall(r"(\d+)/864 ", capsys.readouterr().err)]
+    assert counts[-1] == 864 and any(0 < count < 864 for count in counts), counts
+    assert counts == sorted(counts)
 
 
 def test_reference_is_the_arm_fused_multiply_add_in_order():

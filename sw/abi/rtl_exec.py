@@ -15,6 +15,7 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, Sequence
@@ -23,14 +24,21 @@ from zatile.sw.abi.elf_process import ProcessResult, load_elf_image
 from zatile.sw.arch.config import EngineConfig
 from zatile.tb.runner import build_engine
 
-__all__ = ["run_program_rtl", "call_rtl"]
+__all__ = ["run_program_rtl", "call_rtl", "PROGRESS_CYCLES"]
+
+#: How often (in simulated engine cycles) a simulation with a ``progress`` callback reports its
+#: performance counters: about a second of simulation at SVL 128.
+PROGRESS_CYCLES = 2000
+#: How often (in seconds) the parent looks for a new report.
+_PROGRESS_POLL = 0.2
 
 
 def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
                     stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
                     count_instructions: bool = False,
                     environment: Sequence[str] | None = None, simulator: str = "verilator",
-                    pauses: str = "none", seed: int = 0) -> ProcessResult:
+                    pauses: str = "none", seed: int = 0,
+                    progress: Callable[[dict], None] | None = None) -> ProcessResult:
     """Load and run a static aarch64 program with the RTL engine; ``argv[0]`` is the path
     unless given.
 
@@ -52,6 +60,10 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
         Random idle/backpressure on the engine's handshakes (:data:`zatile.tb.pauses.PAUSE_STYLES`).
     seed : int
         Seed of the pauses.
+    progress : callable, optional
+        Called from another thread with the engine's performance counters (a dict by the
+        names of :data:`zatile.hw.perf_counters.PERF_COUNTERS`) every :data:`PROGRESS_CYCLES`
+        engine cycles while the simulation runs, and once more with the final counters.
 
     Returns
     -------
@@ -70,26 +82,31 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
             "argv": list(argv) or [str(path)],
             "environment": list(environment) if environment is not None
             else ["PATH=/bin", "HOME=/"],
-            "count_instructions": count_instructions, "pauses": pauses, "seed": seed}) \
-            as directory:
+            "count_instructions": count_instructions, "pauses": pauses, "seed": seed},
+            progress=progress) as directory:
         for name, stream in (("stdout", stdout or sys.stdout.buffer),
                              ("stderr", stderr or sys.stderr.buffer)):
             stream.write((directory / name).read_bytes())
             stream.flush()
-        return ProcessResult.from_json_dict(json.loads((directory / "result.json").read_text()))
+        result = ProcessResult.from_json_dict(json.loads((directory / "result.json").read_text()))
+    if progress is not None:
+        progress(result.engine_perf)
+    return result
 
 
 def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
              inputs: Sequence[tuple[int, bytes]], outputs: Sequence[tuple[int, int]],
              svl: int = 512, simulator: str = "verilator",
-             pauses: str = "none") -> tuple[list[bytes], dict]:
+             pauses: str = "none",
+             progress: Callable[[dict], None] | None = None) -> tuple[list[bytes], dict]:
     """Call ``function`` of a static program with the RTL engine, without running the program.
 
     Every ``(address, data)`` of ``inputs`` is mapped (read-write, whole pages) and written
     first; the function is called with integer or pointer ``arguments`` under the AAPCS64
     (:meth:`~zatile.sw.abi.elf_process.ElfProcess.call_with_memory`: floating-point arguments
     and ZA interfaces are the model's only, for now); then every ``(address, length)`` of
-    ``outputs`` (inside the mapped inputs) is read.
+    ``outputs`` (inside the mapped inputs) is read. ``progress`` is called as for
+    :func:`run_program_rtl`.
 
     Returns
     -------
@@ -117,16 +134,20 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
         for index, (_, data) in enumerate(inputs):
             (directory / f"input{index}").write_bytes(bytes(data))
 
-    with _simulation(path, svl, simulator, request, stage) as directory:
-        return ([(directory / f"output{index}").read_bytes() for index in range(len(outputs))],
-                json.loads((directory / "perf.json").read_text()))
+    with _simulation(path, svl, simulator, request, stage, progress) as directory:
+        results = [(directory / f"output{index}").read_bytes() for index in range(len(outputs))]
+        figures = json.loads((directory / "perf.json").read_text())
+    if progress is not None:
+        progress(figures["engine_perf"])
+    return results, figures
 
 
 @contextmanager
 def _simulation(path: Path, svl: int, simulator: str, request: dict,
-                stage: Callable[[Path], None] | None = None) -> Iterator[Path]:
+                stage: Callable[[Path], None] | None = None,
+                progress: Callable[[dict], None] | None = None) -> Iterator[Path]:
     """Run one simulation of :mod:`zatile.sw.abi.rtl_exec_sim` for ``request`` and yield its
-    directory (removed afterwards)."""
+    directory (removed afterwards); its progress reports go to ``progress`` meanwhile."""
     load_elf_image(path)                 # the same errors as the model backend, before building
     config = EngineConfig(max_svl=svl)
     build = build_engine(config, simulator)
@@ -136,11 +157,44 @@ def _simulation(path: Path, svl: int, simulator: str, request: dict,
     try:
         if stage is not None:
             stage(directory)
+        if progress is not None:
+            request = {**request, "progress_cycles": PROGRESS_CYCLES}
         (directory / "request.json").write_text(json.dumps(
             {"program": str(path), "config": config.to_json_dict(), **request}))
-        build.run("zatile.sw.abi.rtl_exec_sim",
-                  extra_env={"ZATILE_RTL_EXEC": str(directory), "COCOTB_LOG_LEVEL": "WARNING"},
-                  test_dir=directory, log_file=directory / "sim.log")
+        with _watching(directory / "progress.json", progress):
+            build.run("zatile.sw.abi.rtl_exec_sim",
+                      extra_env={"ZATILE_RTL_EXEC": str(directory),
+                                 "COCOTB_LOG_LEVEL": "WARNING"},
+                      test_dir=directory, log_file=directory / "sim.log")
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextmanager
+def _watching(report: Path, progress: Callable[[dict], None] | None) -> Iterator[None]:
+    """Pass each new content of ``report`` (JSON, replaced whole by the simulation) to
+    ``progress`` from a thread, until the block ends."""
+    if progress is None:
+        yield
+        return
+    finished = threading.Event()
+
+    def watch() -> None:
+        seen = None
+        while not finished.wait(_PROGRESS_POLL):
+            try:
+                text = report.read_text()
+            except FileNotFoundError:
+                continue
+            if text != seen:
+                seen = text
+                progress(json.loads(text))
+
+    watcher = threading.Thread(target=watch, name="rtl-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        watcher.join()

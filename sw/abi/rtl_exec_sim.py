@@ -6,7 +6,9 @@ CPU in a :func:`cocotb.task.bridge` thread, with a :class:`zatile.tb.engine.RtlE
 whose memory port is served from the guest's own memory. Its fd 1 and fd 2 go to ``stdout`` and
 ``stderr`` in the directory; ``result.json`` holds the :class:`ProcessResult`, the simulated
 cycles and the engine's performance counters. A request with a ``call`` calls one function of
-the program instead of running it (:func:`zatile.sw.abi.rtl_exec.call_rtl`).
+the program instead of running it (:func:`zatile.sw.abi.rtl_exec.call_rtl`). A request with
+``progress_cycles`` has the performance counters written to ``progress.json`` (replaced whole)
+every that many cycles while the program runs, for a progress bar in the parent process.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import cocotb
 from cocotb.task import bridge
+from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
 from zatile.sw.abi.elf_process import ElfProcess, load_elf_image, run_program
@@ -40,22 +43,39 @@ async def exec_program(dut) -> None:
         bench.bus.memory = memory
         return RtlEngine(bench)
 
+    if request.get("progress_cycles"):
+        reporter = cocotb.start_soon(_report_progress(bench, directory,
+                                                      request["progress_cycles"]))
     if "call" in request:
         host = await bridge(_call)(directory, request, config.max_svl, engine_class)
         await bench.wait_idle()
         (directory / "perf.json").write_text(json.dumps({
             "engine_cycles": int(get_sim_time("ns") / CLOCK_NS), "engine_perf": bench.perf(),
             "host": host}))
-        return
-    with open(directory / "stdout", "wb") as stdout, open(directory / "stderr", "wb") as stderr:
-        result = await bridge(run_program)(
-            request["program"], request["argv"], svl=config.max_svl, engine_class=engine_class,
-            stdout=stdout, stderr=stderr, count_instructions=request["count_instructions"],
-            environment=request["environment"])
-    await bench.wait_idle()
-    result.engine_cycles = int(get_sim_time("ns") / CLOCK_NS)
-    result.engine_perf = bench.perf()
-    (directory / "result.json").write_text(json.dumps(result.to_json_dict()))
+    else:
+        with open(directory / "stdout", "wb") as stdout, \
+                open(directory / "stderr", "wb") as stderr:
+            result = await bridge(run_program)(
+                request["program"], request["argv"], svl=config.max_svl,
+                engine_class=engine_class, stdout=stdout, stderr=stderr,
+                count_instructions=request["count_instructions"],
+                environment=request["environment"])
+        await bench.wait_idle()
+        result.engine_cycles = int(get_sim_time("ns") / CLOCK_NS)
+        result.engine_perf = bench.perf()
+        (directory / "result.json").write_text(json.dumps(result.to_json_dict()))
+    if request.get("progress_cycles"):
+        reporter.cancel()
+
+
+async def _report_progress(bench: EngineBench, directory: Path, cycles: int) -> None:
+    """Write the performance counters to ``progress.json`` every ``cycles`` cycles (through a
+    temporary file, so a reader never sees half of one)."""
+    partial, progress = directory / "progress.json.partial", directory / "progress.json"
+    while True:
+        await ClockCycles(bench.clock, cycles)
+        partial.write_text(json.dumps(bench.perf()))
+        os.replace(partial, progress)
 
 
 def _call(directory: Path, request: dict, svl: int, engine_class) -> dict:

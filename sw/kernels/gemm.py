@@ -51,7 +51,8 @@ import ml_dtypes
 import numpy as np
 
 __all__ = ["GemmType", "GEMM_TYPES", "EPILOGUES", "BLOCKINGS", "GemmKernel", "GEMM_KERNELS",
-           "gemm_kernel", "gemm_prototype", "numpy_dtype", "private_za_function"]
+           "gemm_kernel", "gemm_prototype", "numpy_dtype", "outer_products",
+           "private_za_function"]
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -157,6 +158,17 @@ GEMM_KERNELS = {kernel.name: kernel for kernel in (
 BLOCKINGS = ((1, 4, "M <= VL: one row of tiles, 4VL columns (the GEMV path for M = 1)"),
              (4, 1, "N <= VL: one column of tiles, 4VL rows"),
              (2, 2, "otherwise: 2VL x 2VL"))
+
+
+def outer_products(m: int, n: int, k_groups: int, vl: int) -> int:
+    """The outer products a GEMM kernel issues for an M×N result of ``k_groups`` k groups at
+    ``vl`` result elements per vector: four per block and k group, over the blocks of the
+    blocking the kernel chooses (the first of :data:`BLOCKINGS` whose test holds, as in its
+    assembly: one row of tiles tests M, one column of tiles tests N)."""
+    for rows, columns, _ in BLOCKINGS:
+        if (rows, columns) == BLOCKINGS[-1][:2] or (m if rows == 1 else n) <= vl:
+            break
+    return -(-m // (rows * vl)) * -(-n // (columns * vl)) * rows * columns * k_groups
 
 
 def _row_epilogue(kind: GemmType, epilogue: str, column: int) -> list[str]:
