@@ -374,7 +374,7 @@ def _element_type(name: str, value) -> str:
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{name} must be a numpy array, not {type(value).__name__}")
     for type_name, (dtype, _, _) in ELEMENT_TYPES.items():
-        if value.dtype == np.dtype(dtype):
+        if value.dtype == numpy_dtype(dtype):
             return type_name
     raise TypeError(f"{name} has dtype {value.dtype}; the elementwise operators take "
                     f"{', '.join(dtype for dtype, _, _ in ELEMENT_TYPES.values())}")
@@ -396,8 +396,9 @@ def add(x: np.ndarray, y: np.ndarray, *, backend: str = "model", svl: int = 512,
         stats: dict | None = None, progress: bool | None = None) -> np.ndarray:
     """``x + y`` elementwise on the engine (FADD; ADD wrapping for integers): one VLA
     streaming-SVE loop (:mod:`zatile.sw.kernels.elementwise`). x and y share a shape and one
-    dtype of float32, float64, int8, int16, int32, int64; ``backend``, ``svl``, ``stats``,
-    ``progress`` as for :func:`matmul`."""
+    dtype of float16, bfloat16 (``ml_dtypes.bfloat16``: computed in float32 and rounded once to
+    bfloat16, as ml_dtypes computes it), float32, float64, int8, int16, int32, int64;
+    ``backend``, ``svl``, ``stats``, ``progress`` as for :func:`matmul`."""
     return _binary("add", x, y, backend, svl, stats, progress)
 
 
@@ -479,7 +480,7 @@ def _windows(x: np.ndarray, kernel, stride, padding):
     ph, pw = _pair("padding", padding)
     if ph >= kh or pw >= kw:
         raise ValueError(f"padding {ph}x{pw} must be smaller than the kernel {kh}x{kw}")
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    lowest = np.iinfo(x.dtype).min if x.dtype.kind in "iu" else -np.inf
     patches = im2col(x, (kh, kw), (kh, kw) if stride is None else stride, padding, fill=lowest)
     windows = patches.reshape(*patches.shape[:3], kh * kw, x.shape[3])
     return np.ascontiguousarray(np.moveaxis(windows, 3, 0))

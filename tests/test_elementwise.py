@@ -3,7 +3,8 @@
 * add, multiply, maximum and relu equal numpy for every element type at SVL 128 and 512 for
   lengths with and without a tail (1, a whole number of vectors, one more), floating point
   bit for bit (signed zeros included: FMAX makes +0 of -0 and +0, numpy may not, so the
-  oracle states Arm's rule), integers wrapping.
+  oracle states Arm's rule), integers wrapping; float16 and bfloat16 (ml_dtypes) too,
+  subnormals and overflow to infinity included.
 * requantize equals requantize_reference (ties to even, saturation, zero point).
 * max_pool2d equals a direct numpy maximum over the windows (stride, padding, int8 and fp32).
 * transpose through ZA (the engine-side packing of A) equals numpy's for every edge shape.
@@ -24,13 +25,18 @@ from tests.conftest import need_tool
 from tests.test_real_programs import _need_zig
 from zatile.sw import ops
 from zatile.sw.kernels.elementwise import ELEMENT_TYPES, elementwise_kernels
+from zatile.sw.kernels.gemm import numpy_dtype
 
-DTYPES = [np.dtype(dtype) for dtype, _, _ in ELEMENT_TYPES.values()]
+DTYPES = [numpy_dtype(dtype) for dtype, _, _ in ELEMENT_TYPES.values()]
 
 
 def _values(dtype: np.dtype, size: int, rng) -> np.ndarray:
-    if dtype.kind == "f":
-        values = (rng.standard_normal(size) * 2.0 ** rng.integers(-30, 30, size)).astype(dtype)
+    """Finite values (so no operation makes a NaN, whose payload numpy does not define) over
+    the dtype's range, with signed zeros; float16 from subnormals to near its largest."""
+    if dtype.kind == "f" or dtype == numpy_dtype("bfloat16"):
+        scales = rng.integers(-20, 13, size) if dtype == np.float16 \
+            else rng.integers(-30, 30, size)
+        values = (rng.standard_normal(size) * 2.0 ** scales).astype(dtype)
         values[::7] = -0.0
         values[1::11] = 0.0
         return values
@@ -115,7 +121,8 @@ def test_softmax_is_the_reference_of_its_svl(svl):
     assert _same(ops.softmax(x[0], svl=svl), ops.softmax_reference(x[:1], svl)[0])
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.int32], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, numpy_dtype("bfloat16"), np.int8, np.int32],
+                         ids=str)
 @pytest.mark.parametrize("kernel, stride, padding", [(2, None, 0), (3, 2, 1), ((2, 3), 1, 0),
                                                      (3, (1, 2), (1, 0))])
 def test_max_pool2d_is_the_maximum_over_each_window(dtype, kernel, stride, padding):
@@ -127,7 +134,7 @@ def test_max_pool2d_is_the_maximum_over_each_window(dtype, kernel, stride, paddi
     sh, sw = (kh, kw) if stride is None else ((stride, stride) if isinstance(stride, int)
                                               else stride)
     ph, pw = (padding, padding) if isinstance(padding, int) else padding
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    lowest = np.iinfo(x.dtype).min if x.dtype.kind in "iu" else -np.inf
     padded = np.pad(x, ((0, 0), (ph, ph), (pw, pw), (0, 0)), constant_values=lowest)
     expected = np.empty_like(result)
     for i in range(result.shape[1]):
@@ -159,6 +166,12 @@ def test_operators_under_qemu_and_on_the_rtl():
             need_tool("qemu")
         assert _same(ops.add(x, y, backend=backend, svl=svl), x + y), backend
         assert _same(ops.relu(x, backend=backend, svl=svl), _arm_max(x, np.zeros_like(x)))
+        for dtype in (np.dtype(np.float16), numpy_dtype("bfloat16")):
+            half, other = _values(dtype, 21, rng), _values(dtype, 21, rng)
+            with np.errstate(over="ignore"):
+                assert _same(ops.multiply(half, other, backend=backend, svl=svl), half * other)
+            assert _same(ops.maximum(half, other, backend=backend, svl=svl),
+                         _arm_max(half, other)), (backend, dtype)
         assert _same(ops.max_pool2d(image, 2, backend=backend, svl=svl),
                      ops.max_pool2d_reference(image, 2)), backend
         wide = rng.integers(-10 ** 6, 10 ** 6, 13).astype(np.int32)
@@ -174,8 +187,8 @@ def test_operators_under_qemu_and_on_the_rtl():
 
 @pytest.mark.parametrize("call, error, message", [
     (lambda: ops.add([1.0], np.ones(1)), TypeError, "x must be a numpy array, not list"),
-    (lambda: ops.add(np.ones(2, np.float16), np.ones(2, np.float16)), TypeError,
-     "x has dtype float16; the elementwise operators take float32, float64, int8"),
+    (lambda: ops.add(np.ones(2, np.uint8), np.ones(2, np.uint8)), TypeError,
+     "x has dtype uint8; the elementwise operators take float16, bfloat16, float32, float64"),
     (lambda: ops.add(np.ones(2), np.ones(3)), ValueError,
      r"x and y must have one shape and dtype, not \(2,\) float64 and \(3,\) float64"),
     (lambda: ops.multiply(np.ones(2), np.ones(2, np.float32)), ValueError, "one shape and dtype"),

@@ -148,7 +148,7 @@ def test_every_kernel_from_acle_c_keeps_the_callers_state_and_matches_qemu(svl):
     program = _build()
     status, output = _run_model(program, svl)
     lines = output.decode().splitlines()
-    assert status == 0 and len(lines) == len(_calls()) == 85
+    assert status == 0 and len(lines) == len(_calls()) == 95
     assert all(re.fullmatch(r"zatile_\w+ [0-9a-f]{16}", line) for line in lines), lines
     assert (status, output) == run_oracle(program, svl=svl)
 

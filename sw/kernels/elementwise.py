@@ -20,7 +20,13 @@ governing predicate of the next vector of elements, the body runs on the whole v
   the sum is FADDV's pairwise tree over the lanes; then each e is divided by it (FDIV). The
   sum's order, hence the last bit, depends on the vector length.
 
-Types (:data:`ELEMENT_TYPES`): f32, f64, s8, s16, s32, s64. Interface (docs/abi.md): a
+Types (:data:`ELEMENT_TYPES`): f16, bf16, f32, f64, s8, s16, s32, s64. float16 is computed in
+half precision (FADD .H, ...). bfloat16 has no arithmetic in SME's streaming SVE, so each
+element is loaded into a 32-bit lane (LD1H zero-extends), moved to the high half (LSL #16:
+the float32 of the same value), computed in float32, rounded back to nearest even by BFCVT
+and stored as its low half (ST1H): one float32 rounding then one bfloat16 rounding, which for
+add and multiply is the correctly rounded bfloat16 result (float32 has more than twice
+bfloat16's precision plus two bits), and what ml_dtypes computes. Interface (docs/abi.md): a
 non-streaming function that is locally streaming and does not touch ZA (``smstart sm`` /
 ``smstop sm``, D8-D15 saved around them), so it needs no lazy-save handling; the body uses
 X8-X11, Z0/Z1 and Z28-Z31, P0/P1.
@@ -33,8 +39,10 @@ import struct
 __all__ = ["ELEMENT_TYPES", "BINARY_OPERATIONS", "SOFTMAX_CONSTANTS", "elementwise_kernels",
            "elementwise_prototypes"]
 
-#: Element types: (numpy dtype, element suffix, log2 of the element size).
-ELEMENT_TYPES = {"f32": ("float32", "s", 2), "f64": ("float64", "d", 3), "s8": ("int8", "b", 0),
+#: Element types: (numpy dtype, suffix of the lanes computed in, log2 of the element size in
+#: memory). bfloat16 (ml_dtypes') is computed in float32 lanes.
+ELEMENT_TYPES = {"f16": ("float16", "h", 1), "bf16": ("bfloat16", "s", 1),
+                 "f32": ("float32", "s", 2), "f64": ("float64", "d", 3), "s8": ("int8", "b", 0),
                  "s16": ("int16", "h", 1), "s32": ("int32", "s", 2), "s64": ("int64", "d", 3)}
 #: The binary operations: (floating-point instruction, integer instruction).
 BINARY_OPERATIONS = {"add": ("fadd", "add"), "mul": ("fmul", "mul"), "max": ("fmax", "smax")}
@@ -90,45 +98,67 @@ def _element(register: str, shift: int) -> str:
     return f"[{register}, x8, lsl #{shift}]" if shift else f"[{register}, x8]"
 
 
+def _floating(type_name: str) -> bool:
+    return type_name.startswith(("f", "bf"))
+
+
+def _load(type_name: str, vector: int, base: str, comment: str = "") -> list[str]:
+    """Load the vector of elements X8... of the array at ``base`` into Z``vector`` under P0 (a
+    bfloat16 widened to the float32 of its value)."""
+    _, t, shift = ELEMENT_TYPES[type_name]
+    lines = [f"        ld1{'bhwd'[shift]}    {{z{vector}.{t}}}, p0/z, {_element(base, shift)}"
+             f"{'    // ' + comment if comment else ''}"]
+    if type_name == "bf16":
+        lines.append(f"        lsl     z{vector}.s, z{vector}.s, #16         // bfloat16 to "
+                     "float32")
+    return lines
+
+
+def _store(type_name: str, base: str) -> list[str]:
+    """Store Z0 to the elements X8... of the array at ``base`` under P0 (a bfloat16 rounded
+    from float32 first)."""
+    _, t, shift = ELEMENT_TYPES[type_name]
+    lines = ["        bfcvt   z0.h, p0/m, z0.s          // to bfloat16, nearest even"] \
+        if type_name == "bf16" else []
+    return lines + [f"        st1{'bhwd'[shift]}    {{z0.{t}}}, p0, {_element(base, shift)}"]
+
+
 def _binary(operation: str, type_name: str) -> tuple[str, str]:
-    dtype, t, shift = ELEMENT_TYPES[type_name]
-    instruction = BINARY_OPERATIONS[operation][0 if dtype.startswith("float") else 1]
+    dtype, t, _ = ELEMENT_TYPES[type_name]
+    instruction = BINARY_OPERATIONS[operation][0 if _floating(type_name) else 1]
     name = f"zatile_{operation}_{type_name}"
-    body = [f"        ld1{'bhwd'[shift]}    {{z0.{t}}}, p0/z, {_element('x0', shift)}",
-            f"        ld1{'bhwd'[shift]}    {{z1.{t}}}, p0/z, {_element('x1', shift)}",
+    body = [*_load(type_name, 0, "x0"), *_load(type_name, 1, "x1"),
             f"        {instruction:<7} z0.{t}, p0/m, z0.{t}, z1.{t}",
-            f"        st1{'bhwd'[shift]}    {{z0.{t}}}, p0, {_element('x2', shift)}"]
+            *_store(type_name, "x2")]
     return name, _function(name, f"out[i] = x[i] {operation} y[i], {dtype}",
                            _loop(name, t, "x3", body))
 
 
 def _relu(type_name: str) -> tuple[str, str]:
-    dtype, t, shift = ELEMENT_TYPES[type_name]
+    dtype, t, _ = ELEMENT_TYPES[type_name]
     name = f"zatile_relu_{type_name}"
-    maximum = (f"        fmax    z0.{t}, p0/m, z0.{t}, #0.0" if dtype.startswith("float")
+    maximum = (f"        fmax    z0.{t}, p0/m, z0.{t}, #0.0" if _floating(type_name)
                else f"        smax    z0.{t}, z0.{t}, #0")
-    body = [f"        ld1{'bhwd'[shift]}    {{z0.{t}}}, p0/z, {_element('x0', shift)}", maximum,
-            f"        st1{'bhwd'[shift]}    {{z0.{t}}}, p0, {_element('x1', shift)}"]
+    body = [*_load(type_name, 0, "x0"), maximum, *_store(type_name, "x1")]
     return name, _function(name, f"out[i] = max(x[i], 0), {dtype}", _loop(name, t, "x2", body))
 
 
 def _max_rows(type_name: str) -> tuple[str, str]:
     dtype, t, shift = ELEMENT_TYPES[type_name]
     name = f"zatile_max_rows_{type_name}"
-    maximum = "fmax" if dtype.startswith("float") else "smax"
-    letter = "bhwd"[shift]
-    body = [f"        ld1{letter}    {{z0.{t}}}, p0/z, {_element('x0', shift)}    // row 0",
+    maximum = "fmax" if _floating(type_name) else "smax"
+    body = [*_load(type_name, 0, "x0", "row 0"),
             "        add     x9, x0, x10               // row 1",
             "        subs    x11, x2, #1               // rows left",
             f"        b.eq    .L{name}_store",
             f".L{name}_rows:",
-            f"        ld1{letter}    {{z1.{t}}}, p0/z, {_element('x9', shift)}",
+            *_load(type_name, 1, "x9"),
             f"        {maximum}    z0.{t}, p0/m, z0.{t}, z1.{t}",
             "        add     x9, x9, x10",
             "        subs    x11, x11, #1",
             f"        b.ne    .L{name}_rows",
             f".L{name}_store:",
-            f"        st1{letter}    {{z0.{t}}}, p0, {_element('x1', shift)}"]
+            *_store(type_name, "x1")]
     setup = [f"        lsl     x10, x3, #{shift}                // bytes per row"]
     return name, _function(name, f"out[i] = max over r < rows of x[r * n + i], {dtype}",
                            setup + _loop(name, t, "x3", body))
