@@ -58,8 +58,8 @@ from typing import Callable
 
 import numpy as np
 from unicorn import (UC_ARCH_ARM64, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_INTR,
-                     UC_HOOK_MEM_INVALID, UC_MODE_ARM, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE,
-                     Uc, UcError)
+                     UC_HOOK_MEM_INVALID, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_MODE_ARM,
+                     UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError)
 from unicorn import arm64_const as a64
 
 from zatile.sim.host_fp import host_instruction
@@ -102,12 +102,14 @@ _STR_ZA, _LDR_ZA = assemble_line("str za[w12, 0], [x0]"), assemble_line("ldr za[
 
 
 @lru_cache(maxsize=8192)
-def _engine_form(word: int) -> tuple[str, bool] | None:
-    """(PSTATE class, writes SVCR) of an instruction of the table, None for any other word."""
+def _engine_form(word: int) -> tuple[str, bool, bool] | None:
+    """(PSTATE class, writes SVCR, stores) of an instruction of the table, None for any other
+    word."""
     decoded = decode(word)
     if decoded is None:
         return None
-    return decoded.form.requires.value, Trait.SVCR_WRITE in decoded.form.traits
+    traits = decoded.form.traits
+    return decoded.form.requires.value, Trait.SVCR_WRITE in traits, Trait.STORE in traits
 
 
 class SimdClass(Enum):
@@ -195,9 +197,34 @@ class GuestMemory(Memory):
                 kept.append((end, high, prot))
         self._mappings = sorted(kept)
 
+    @property
+    def mappings(self) -> tuple[tuple[int, int, int], ...]:
+        """The mapped ranges: (start, end, PROT_* bits), in address order."""
+        return tuple(self._mappings)
+
     def mapped(self, start: int, end: int) -> bool:
         """Whether any byte of ``[start, end)`` is mapped."""
         return any(low < end and start < high for low, high, _ in self._mappings)
+
+    @property
+    def regions(self) -> dict[int, np.ndarray]:
+        """Copies of the mapped ranges by start address (for core dumps and sigreturn's
+        fault report; never the scratch buffer)."""
+        return {start: np.frombuffer(bytes(self._uc.mem_read(start, end - start)), np.uint8)
+                for start, end, _ in self._mappings}
+
+    def covered(self, start: int, end: int) -> bool:
+        """Whether every byte of ``[start, end)`` is mapped (with any protection)."""
+        cursor = start
+        for low, high, _ in self._mappings:
+            if high <= cursor:
+                continue
+            if low > cursor:
+                return False
+            cursor = high
+            if cursor >= end:
+                return True
+        return cursor >= end
 
     def _check(self, address: int, length: int, write: bool) -> None:
         if self.privileged and address >= SCRATCH_BASE:
@@ -251,6 +278,9 @@ class StopKind(Enum):
     SIGNAL = "signal"
     #: The instruction budget ran out.
     BUDGET = "budget"
+    #: An ``SVC #0`` of a CPU told to stop at system calls (:meth:`HostCpu.stop_at_syscalls`);
+    #: the PC is past it.
+    SYSCALL = "syscall"
 
 
 @dataclass(frozen=True)
@@ -261,6 +291,8 @@ class Stop:
     #: The faulting data address (SIGSEGV) or the instruction's address (SIGILL, SIGTRAP).
     address: int = 0
     detail: str = ""
+    #: A SIGSEGV of a store (or of a fetch, which is never a write).
+    write: bool = False
 
 
 SIGILL, SIGTRAP, SIGBUS, SIGSEGV = 4, 5, 7, 11
@@ -377,6 +409,8 @@ class HostCpu:
         self.memory = GuestMemory(self.uc)
         self.engine = engine_factory(self.memory)
         self.syscall = syscall
+        #: Whether host instructions are counted.
+        self.counting = count_instructions
         self.registers = _Registers(self.uc)
         self._fp_registers = _FpRegisters(self)
         self.stats = HostCpuStats()
@@ -477,6 +511,58 @@ class HostCpu:
             self._v_dirty.add(number)
         self.uc.reg_write(_V_REGISTERS[number], value & ((1 << 128) - 1))
 
+    @property
+    def vregs(self) -> bytes:
+        """V0-V31 as held by Unicorn (16 bytes each): the program's at SM=0."""
+        return b"".join(self.uc.reg_read(register).to_bytes(16, "little")
+                        for register in _V_REGISTERS)
+
+    @vregs.setter
+    def vregs(self, value: bytes) -> None:
+        for number, register in enumerate(_V_REGISTERS):
+            self.uc.reg_write(register, int.from_bytes(value[16 * number:16 * number + 16],
+                                                       "little"))
+
+    @property
+    def fpsr(self) -> int:
+        return self.uc.reg_read(a64.UC_ARM64_REG_FPSR)
+
+    @fpsr.setter
+    def fpsr(self, value: int) -> None:
+        self.uc.reg_write(a64.UC_ARM64_REG_FPSR, value)
+
+    @property
+    def nzcv(self) -> int:
+        """PSTATE.NZCV in bits 3-0."""
+        return self.uc.reg_read(a64.UC_ARM64_REG_NZCV) >> 28 & 0xF
+
+    @nzcv.setter
+    def nzcv(self, value: int) -> None:
+        self.uc.reg_write(a64.UC_ARM64_REG_NZCV, (value & 0xF) << 28)
+
+    # ------------------------------------------------------------------ an OS around it
+    def stop_at_syscalls(self) -> None:
+        """Make every ``SVC #0`` end :meth:`run` with a :class:`StopKind.SYSCALL` stop, for an
+        operating system that handles system calls between runs (the kernel model)."""
+        self.syscall = lambda cpu: cpu.stop(Stop(StopKind.SYSCALL))
+
+    def enter_kernel(self) -> None:
+        """Before an operating system reads or saves the thread's state: V registers the
+        program wrote at SM=1 go to the engine's Z (so the engine holds all of Z)."""
+        if self._v_dirty:
+            self._push_v()
+
+    def leave_kernel(self, fpcr: int) -> None:
+        """After an operating system changed the thread's state (registers, PSTATE.SM, the
+        engine's contents, FPCR): at SM=1 V is read from Z again before its next use; FPCR
+        is ``fpcr``; the streaming-mode instruction check follows SM."""
+        self._v_dirty.clear()
+        self._v_stale = self.streaming
+        self.fpcr = fpcr & _FPCR_IMPLEMENTED
+        self.uc.reg_write(a64.UC_ARM64_REG_FPCR, self.fpcr)
+        self._fpcr_sent = None
+        self._check_streaming_instructions(self.streaming)
+
     def read_za(self) -> bytes:
         """ZA's array vectors 0 .. SVL_B-1, in order (PSTATE.ZA must be 1)."""
         return b"".join(self._za_vector(row, None) for row in range(self.engine.svl // 8))
@@ -538,13 +624,14 @@ class HostCpu:
 
     def _memory_stop(self, error: UcError) -> Stop:
         if self._pending_fault is not None:
-            address, _ = self._pending_fault
+            address, write = self._pending_fault
             self._pending_fault = None
-            return Stop(StopKind.SIGNAL, signal=SIGSEGV, address=address, detail=str(error))
+            return Stop(StopKind.SIGNAL, signal=SIGSEGV, address=address, detail=str(error),
+                        write=write)
         return Stop(StopKind.SIGNAL, signal=SIGSEGV, address=self.pc, detail=str(error))
 
     def _on_bad_access(self, uc, access, address, size, value, data) -> bool:
-        self._pending_fault = (address, True)
+        self._pending_fault = (address, access in (UC_MEM_WRITE_UNMAPPED, UC_MEM_WRITE_PROT))
         return False
 
     def _on_block(self, uc, address, size, data) -> None:
@@ -622,7 +709,7 @@ class HostCpu:
         if form is None:
             self._signal(SIGILL, pc, f"undefined instruction 0x{word:08x}")
             return
-        kind, writes_svcr = form
+        kind, writes_svcr, stores = form
         engine = self.engine
         if self._v_dirty:
             self._push_v()
@@ -650,7 +737,8 @@ class HostCpu:
                 self._v_stale = True
             self.pc = pc + 4
         elif result.status is Status.FAULT:
-            self._signal(SIGSEGV, result.fault_address, f"engine access at 0x{pc:x}")
+            self.stop(Stop(StopKind.SIGNAL, signal=SIGSEGV, address=result.fault_address,
+                           detail=f"engine access at 0x{pc:x}", write=stores))
         else:
             self._signal(SIGILL, pc, f"engine {result.status.value} (smtc {result.smtc}) "
                                      f"at 0x{pc:x}")
@@ -663,10 +751,14 @@ class HostCpu:
         self.uc.reg_write(a64.UC_ARM64_REG_FPSR, FPSR_RESET_ON_SM_CHANGE)
         self._v_stale = False
         self._v_dirty.clear()
-        if self.streaming and self._streaming_hook is None:
+        self._check_streaming_instructions(self.streaming)
+
+    def _check_streaming_instructions(self, on: bool) -> None:
+        """Add or remove the code hook that makes Advanced SIMD illegal at SM=1."""
+        if on and self._streaming_hook is None:
             self._streaming_hook = self.uc.hook_add(UC_HOOK_CODE, self._on_streaming_instruction)
             self.uc.ctl_flush_tb()
-        elif not self.streaming and self._streaming_hook is not None:
+        elif not on and self._streaming_hook is not None:
             self.uc.hook_del(self._streaming_hook)
             self._streaming_hook = None
             self.uc.ctl_flush_tb()
