@@ -20,7 +20,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from zatile.sw.abi.elf_process import run_program
+from zatile.sw.abi.runner import run_program
 from zatile.sw.abi.rtl_exec import run_program_rtl
 from zatile.sw.toolchain import compile_program
 

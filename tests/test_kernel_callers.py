@@ -21,7 +21,7 @@ import pytest
 
 from tests.test_real_programs import build_sources, run_oracle
 from zatile.sw import toolchain
-from zatile.sw.abi.elf_process import run_program
+from zatile.sw.abi.runner import run_program
 from zatile.sw.kernels import header_source, library_source
 
 #: The argument each parameter name gets: a buffer, or a size (GEMM: m=5, n=7, 3 k groups;

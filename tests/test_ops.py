@@ -33,7 +33,7 @@ from tests.conftest import need_tool
 from tests.test_real_programs import PROGRAMS, _need_zig, build_sources, run_oracle
 from zatile.sim.fpref import bfdotadd, fdotadd_f16, fmla_f32, fmla_f64
 from zatile.sw import toolchain
-from zatile.sw.abi.elf_process import run_program
+from zatile.sw.abi.runner import run_program
 from zatile.sw.cli import main
 from zatile.sw.kernels import library, library_source
 from zatile.sw.kernels.gemm import GEMM_KERNELS, GemmKernel, gemm_kernel

@@ -27,7 +27,8 @@ from zatile.sim.host_cpu import PROT_READ, PROT_WRITE, SimdClass, simd_class
 from zatile.sim.qemu import qemu_sme_cpu_option
 from zatile.sim.tools import tools_required
 from zatile.sw import toolchain
-from zatile.sw.abi.elf_process import ElfProcess, load_elf_image, run_program
+from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
+from zatile.sw.abi.runner import run_program
 from zatile.sw.abi.rtl_exec import run_program_rtl
 from zatile.sw.cli import main
 from zatile.sw.runtime import RUNTIME_SOURCES
@@ -151,6 +152,19 @@ SYSCALLS_OUTPUT = "".join(f"{check:<46} ok\n" for check in (
     "prctl(PR_SME_GET_VL) is the streaming VL", "open of a missing file: ENOENT",
     "getpid == gettid")).encode() + b"system calls: ok\n"
 
+SIGNALS_OUTPUT = (
+    b"raise with ZA live: handler SM=0 ZA=0, ZA after: kept\n"
+    b"SIGSEGV in streaming mode: si_addr ok, handler SM=0 ZA=0, frame: SVE record streaming "
+    b"at the streaming VL ok, ZA record VL ok; after it: ZA kept, vector kept\n"
+    b"blocked SIGUSR2: 0 handled while blocked, 1 after unblocking, handler reset: yes\n"
+    b"nested handlers: depth 2\n")
+
+THREADS_OUTPUT = b"".join(f"thread {n}: ZA kept over 12 rounds\n".encode() for n in range(3)) \
+    + b"main: ZA kept; counter 48 of 48; 36 turns, in order\n"
+
+FORK_OUTPUT = (b"child: inherited ZA yes, own ZA kept\n"
+               b"parent: ZA kept; child reaped, exit status 42\nno child left: ECHILD\n")
+
 CASES = [
     ("hello", ("world",), 7, b"hello from world with 1 argument(s)\n"),
     ("streaming_add", (), 0, b"rounding: nearest 3f800001, towards zero 3f800000\n"
@@ -169,6 +183,9 @@ CASES = [
     ("gemm_i8", (), 0, b"gemm int8 19x23x13: ok\n"),
     ("gemm_f16", (), 0, b"gemm fp16 19x23x13: ok\n"),
     ("gemm_bf16", (), 0, b"gemm bf16 19x23x13: ok\n"),
+    ("signals_sme", (), 0, SIGNALS_OUTPUT),
+    ("threads_za", (), 0, THREADS_OUTPUT),
+    ("fork_za", (), 0, FORK_OUTPUT),
 ]
 
 
@@ -185,7 +202,7 @@ def test_program_matches_qemu(name, arguments, status, output, svl):
 #: The programs CI runs with the RTL engine (SVL 128, random stalls on every handshake):
 #: SVE and SME instructions, ZA and the lazy-save runtime, an engine fault, a streaming-mode trap.
 RTL_SELECTION = ["streaming_add", "za_mopa", "faults engine-segv", "faults neon", "sme_abi",
-                 "gemm_f32", "gemm_i8", "gemm_bf16"]
+                 "gemm_f32", "gemm_i8", "gemm_bf16", "signals_sme", "threads_za"]
 
 
 def run_rtl_case(name: str, arguments, status: int, output: bytes, svl: int) -> None:
@@ -289,17 +306,19 @@ def test_prctl_vector_length_of_a_real_program():
                                                               b"set 0: 16"))
 
 
-@pytest.mark.parametrize("mode, qemu_output", [
-    ("signal", b"TPIDR2_EL0 in the handler: the interrupted value, after it: restored\n"),
-    ("fork-settls", b"TPIDR2_EL0 in a fork child with CLONE_SETTLS: zero\n"),
+@pytest.mark.parametrize("mode, linux_output, qemu_output", [
+    ("signal", b"TPIDR2_EL0 in the handler: zero, after it: restored\n",
+     b"TPIDR2_EL0 in the handler: the interrupted value, after it: restored\n"),
+    ("fork-settls", b"TPIDR2_EL0 in a fork child with CLONE_SETTLS: the parent's\n",
+     b"TPIDR2_EL0 in a fork child with CLONE_SETTLS: zero\n"),
 ])
-def test_qemu_tpidr2_divergences(mode, qemu_output):
-    """QEMU 10 keeps TPIDR2_EL0 in a signal handler and zeroes it for CLONE_SETTLS (the pre-6.16
-    rules, docs/divergences.md); Linux ≥ 6.16 gives a handler 0 and a fork child its parent's
-    value: the kernel model's tests hold those rules (test_abi_signals.py::test_tpidr2_siginfo,
-    test_abi_process.py::test_clone_flag_rules). Real programs do not get
-    signal handlers or fork on the model yet, so only QEMU's side runs this program."""
-    assert run_oracle(build("tpidr2_rules"), mode, svl=256) == (0, qemu_output)
+def test_tpidr2_rules_of_linux_and_qemus_divergences(mode, linux_output, qemu_output):
+    """Linux ≥ 6.16 gives a signal handler TPIDR2_EL0 = 0 and a fork child its parent's value
+    (the model, through a real handler and a real fork); QEMU 10 keeps TPIDR2_EL0 in the
+    handler and zeroes it for CLONE_SETTLS, the pre-6.16 rules (docs/divergences.md)."""
+    program = build("tpidr2_rules")
+    assert run_model(program, mode, svl=256)[:2] == (0, linux_output)
+    assert run_oracle(program, mode, svl=256) == (0, qemu_output)
 
 
 def test_scalar_fp16_and_bfcvt_performed_by_the_host_cpu_match_qemu():

@@ -149,6 +149,8 @@ SPSR_EL1_AARCH64_RES0_BITS = ((0xFFFFFFFF << 32) | (0b11 << 26) | (0b11 << 22)
 NR_WRITE = 64
 NR_EXIT = 93
 NR_EXIT_GROUP = 94
+NR_SET_TID_ADDRESS = 96
+NR_FUTEX = 98
 NR_NANOSLEEP = 101
 NR_PTRACE = 117
 NR_SCHED_YIELD = 124
@@ -160,16 +162,21 @@ NR_RT_SIGPROCMASK = 135
 NR_RT_SIGRETURN = 139
 NR_PRCTL = 167
 NR_GETPID = 172
+NR_GETPPID = 173
 NR_GETTID = 178
 NR_CLONE = 220
 NR_EXECVE = 221
+NR_WAIT4 = 260
 
 # ------------------------------------------------------------------------------- errno
 EPERM = 1
 ENOENT = 2
 ESRCH = 3
+EINTR = 4
 EIO = 5
 EBADF = 9
+ECHILD = 10
+EAGAIN = 11
 EACCES = 13
 EFAULT = 14
 ENOTDIR = 20
@@ -179,6 +186,7 @@ ENOTTY = 25
 ESPIPE = 29
 ENAMETOOLONG = 36
 ENOSYS = 38
+ETIMEDOUT = 110
 
 # ----------------------------------------------------------------------------- signals
 SIGHUP = 1
@@ -252,6 +260,17 @@ CLONE_SETTLS = 0x00080000
 CLONE_PARENT_SETTID = 0x00100000
 CLONE_CHILD_CLEARTID = 0x00200000
 CLONE_CHILD_SETTID = 0x01000000
+#: musl passes it; Linux has ignored it since 2.6.
+CLONE_DETACHED = 0x00400000
+
+# ------------------------------------------------------------------------- futex and wait4
+FUTEX_WAIT = 0
+FUTEX_WAKE = 1
+FUTEX_REQUEUE = 3
+FUTEX_CMP_REQUEUE = 4
+FUTEX_PRIVATE_FLAG = 128
+FUTEX_CLOCK_REALTIME = 256
+WNOHANG = 1
 
 # ------------------------------------------------------------------------- ptrace requests
 PTRACE_CONT = 7

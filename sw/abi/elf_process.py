@@ -5,12 +5,13 @@ with argc/argv/envp/auxv) into a :class:`~zatile.sim.host_cpu.HostCpu` whose eng
 :class:`~zatile.sw.arch.engine.Engine` backend, and serves the system calls a static musl program
 makes on its way from ``_start`` to ``exit``.
 
-This is a standalone runner beside the kernel model's :class:`~zatile.sw.abi.kernel.Kernel`
-(whose processes are Python steps): one process, one thread, no preemption, no signal
-delivery to handlers (``rt_sigaction`` is recorded; a synchronous signal or a ``kill`` of
-itself ends the process with the default action). Its pieces (the loader, the auxv, the
-syscall handlers, taking a :class:`HostCpu` and a process state) are meant to move into the
-kernel model's process and thread objects when real processes join the scheduler.
+It has two uses. Inside the kernel model (:mod:`~zatile.sw.abi.host_tasks`, which
+:func:`zatile.sw.abi.runner.run_program` and ``zatile exec`` use), it loads the image into the
+process's CPU and serves the memory, file, identity and time system calls, while the kernel
+does threads, signals, scheduling and SME state. Standalone, with its own engine, it is one
+process with one thread and no signal delivery to handlers (a synchronous signal or a ``kill``
+of itself ends it with the default action): the Python API that calls a program's exported
+functions (:meth:`ElfProcess.call`, for ``zatile.sw.ops`` and tests).
 
 System calls not listed in :data:`SYSCALL_NAMES` return -ENOSYS and print one warning line
 naming the call (once per call number).
@@ -45,7 +46,7 @@ from zatile.sw.arch.constants import MASK64, SVCR_ZA
 from zatile.sw.arch.engine import Engine
 
 __all__ = ["ExecError", "ElfImage", "load_elf_image", "ElfProcess", "ProcessResult",
-           "SYSCALL_NAMES", "run_program"]
+           "SYSCALL_NAMES"]
 
 PAGE = 0x1000
 #: Top of the main thread's stack, and its size.
@@ -194,6 +195,14 @@ class ProcessResult:
     #: Simulated engine clock cycles and performance counters (the RTL backend only).
     engine_cycles: int | None = None
     engine_perf: dict | None = None
+    #: What the kernel model did (:func:`~zatile.sw.abi.host_tasks.run_program`): context
+    #: switches, preemptions at the end of a quantum, signals delivered to handlers, and the
+    #: bytes of ZA its save and restore sequences moved through the engine.
+    context_switches: int = 0
+    preemptions: int = 0
+    signals_delivered: int = 0
+    za_bytes_saved: int = 0
+    za_bytes_restored: int = 0
 
     def to_json_dict(self) -> dict:
         figures = {"exit_status": self.status, "signal": self.signal,
@@ -203,8 +212,11 @@ class ProcessResult:
                    "engine_instructions_by_class": dict(self.engine_by_class),
                    "engine_seconds": round(self.engine_seconds, 6),
                    "syscalls": self.syscalls, "v_transfers": self.v_transfers,
-                   "context_switches": 0, "signals": int(self.signal is not None),
-                   "za_bytes_saved": 0, "za_bytes_restored": 0}
+                   "context_switches": self.context_switches, "preemptions": self.preemptions,
+                   "signals": self.signals_delivered + int(self.signal is not None),
+                   "signals_delivered": self.signals_delivered,
+                   "za_bytes_saved": self.za_bytes_saved,
+                   "za_bytes_restored": self.za_bytes_restored}
         if self.engine_cycles is not None:
             figures.update(engine_cycles=self.engine_cycles, engine_perf=dict(self.engine_perf))
         return figures
@@ -217,7 +229,12 @@ class ProcessResult:
                    dict(figures["engine_instructions_by_class"]), figures["syscalls"],
                    figures["v_transfers"], engine_seconds=figures["engine_seconds"],
                    engine_cycles=figures.get("engine_cycles"),
-                   engine_perf=figures.get("engine_perf"))
+                   engine_perf=figures.get("engine_perf"),
+                   context_switches=figures["context_switches"],
+                   preemptions=figures["preemptions"],
+                   signals_delivered=figures["signals_delivered"],
+                   za_bytes_saved=figures["za_bytes_saved"],
+                   za_bytes_restored=figures["za_bytes_restored"])
 
 
 @dataclass
@@ -298,21 +315,33 @@ class ElfProcess(ProcfsMixin):
         Where the program's fd 1 and fd 2 go.
     count_instructions : bool
         Count host instructions (slower; for ``--stats``).
+    cpu : HostCpu, optional
+        A CPU an operating system prepared (the kernel model's
+        :mod:`~zatile.sw.abi.host_tasks`: its engine, scheduling, signals and most system
+        calls are the kernel's; this object then loads the image and serves the memory and
+        file system calls). ``engine_class`` and ``count_instructions`` are then unused.
+    files : ProcfsMixin, optional
+        Whose files ``openat`` reaches (the kernel's, with its sysctl); this object's own by
+        default.
     """
 
     def __init__(self, image: ElfImage, argv: Sequence[str], envp: Sequence[str] = (),
                  svl: int = 512,
                  engine_class: Callable[[EngineConfig, object], Engine] = ModelEngine,
                  stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
-                 count_instructions: bool = False):
+                 count_instructions: bool = False, cpu: HostCpu | None = None,
+                 files: ProcfsMixin | None = None):
         self.image = image
         self.config = EngineConfig(max_svl=svl)
         self.lengths = SmeVectorLengths.from_config(self.config)
-        self.cpu = HostCpu(lambda memory: engine_class(self.config, memory), self._syscall,
-                           count_instructions=count_instructions)
-        engine = self.cpu.engine
-        engine.smcr_len = svl // 128 - 1
-        engine.sme_enabled = True
+        if cpu is None:
+            cpu = HostCpu(lambda memory: engine_class(self.config, memory), self._syscall,
+                          count_instructions=count_instructions)
+            cpu.engine.smcr_len = svl // 128 - 1
+            cpu.engine.sme_enabled = True
+        self.cpu = cpu
+        engine = cpu.engine
+        self.files = files or self
         self.sme_vl = svl // 8
         self.stdout = stdout if stdout is not None else sys.stdout.buffer
         self.stderr = stderr if stderr is not None else sys.stderr.buffer
@@ -374,7 +403,10 @@ class ElfProcess(ProcfsMixin):
         self.cpu.write_memory(cursor, bytes(self._random.getrandbits(8) for _ in range(16)))
         random_address = cursor
         words = [len(argv), *argv_addresses, 0, *envp_addresses, 0]
-        for key, value in self.auxv(random_address, execfn):
+        auxv = self.auxv(random_address, execfn)
+        #: The auxiliary vector on the initial stack (AT_NULL excluded).
+        self.initial_auxv = tuple(pair for pair in auxv if pair[0] != AT_NULL)
+        for key, value in auxv:
             words += [key, value]
         cursor = (cursor - 8 * len(words)) & ~15
         self.cpu.write_memory(cursor, struct.pack(f"<{len(words)}Q", *words))
@@ -501,11 +533,7 @@ class ElfProcess(ProcfsMixin):
         arguments = [cpu.x(n) for n in range(6)]
         handler = getattr(self, f"sys_{SYSCALL_NAMES.get(number, '')}", None)
         if handler is None:
-            if number not in self._warned:
-                self._warned.add(number)
-                self.stderr.write(f"zatile: warning: system call {number} is not implemented "
-                                  f"(returns -ENOSYS)\n".encode())
-            result = -c.ENOSYS
+            result = self.unimplemented(number)
         else:
             try:
                 result = handler(*arguments)
@@ -513,6 +541,14 @@ class ElfProcess(ProcfsMixin):
                 result = -c.EFAULT
         if result is not None:
             cpu.set_x(0, result)
+
+    def unimplemented(self, number: int) -> int:
+        """-ENOSYS for system call ``number``, with one warning line on stderr the first time."""
+        if number not in self._warned:
+            self._warned.add(number)
+            self.stderr.write(f"zatile: warning: system call {number} is not implemented "
+                              f"(returns -ENOSYS)\n".encode())
+        return -c.ENOSYS
 
     def _read(self, address: int, length: int) -> bytes:
         return self.cpu.read_memory(address, length)
@@ -533,7 +569,7 @@ class ElfProcess(ProcfsMixin):
         file = self._files.get(fd)
         if file is None or not file.writable:
             return -c.EBADF
-        written = self.write_file(file.path, data)
+        written = self.files.write_file(file.path, data)
         if written > 0:
             file.offset += written
         return written
@@ -547,7 +583,7 @@ class ElfProcess(ProcfsMixin):
             return -c.EBADF
         if file.path == SYSCTL_SME_DEFAULT_VL and file.offset:
             return b""                      # proc_dointvec: a read past the start is EOF
-        contents = self.read_file(file.path)
+        contents = self.files.read_file(file.path)
         return contents if isinstance(contents, int) \
             else contents[file.offset:file.offset + count]
 
@@ -610,10 +646,10 @@ class ElfProcess(ProcfsMixin):
         access = flags & 3
         if access == 3:
             return -c.EINVAL
-        found = self.read_file(path)
+        found = self.files.read_file(path)
         if isinstance(found, int):
             return found
-        if access != _O_RDONLY and self.write_file(path, b"") == -c.EACCES:
+        if access != _O_RDONLY and self.files.write_file(path, b"") == -c.EACCES:
             return -c.EACCES
         fd = next(number for number in range(3, 3 + len(self._files) + 1)
                   if number not in self._files)
@@ -821,14 +857,8 @@ class ElfProcess(ProcfsMixin):
         if address & (PAGE - 1):
             return -c.EINVAL
         size = _page_up(length)
-        memory = self.cpu.memory
-        try:
-            memory.check(address, size)
-        except MemoryFault:
-            try:
-                memory.check(address, size, write=True)
-            except MemoryFault:
-                return -c.ENOMEM
+        if not self.cpu.memory.covered(address, address + size):
+            return -c.ENOMEM                   # Linux: a hole in the range, whatever the prot
         try:
             self.cpu.protect(address, size, prot & 7)
         except UcError:
@@ -873,17 +903,4 @@ def _runs(pages: dict[int, int]):
             run = [page, page + PAGE, prot]
     if run:
         yield tuple(run)
-
-
-def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
-                engine_class=ModelEngine, stdout: BinaryIO | None = None,
-                stderr: BinaryIO | None = None, count_instructions: bool = False,
-                environment: Sequence[str] | None = None) -> ProcessResult:
-    """Load and run a static aarch64 program; ``argv[0]`` is the path unless given."""
-    image = load_elf_image(path)
-    arguments = list(argv) or [str(path)]
-    envp = list(environment) if environment is not None else ["PATH=/bin", "HOME=/"]
-    process = ElfProcess(image, arguments, envp, svl=svl, engine_class=engine_class,
-                         stdout=stdout, stderr=stderr, count_instructions=count_instructions)
-    return process.run()
 

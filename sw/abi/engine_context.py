@@ -82,6 +82,7 @@ class EngineContextMixin:
             for row in range(svl_bytes):
                 self._kissue(_STR_ZA, rv=row, rn=fp.sme_state + row * svl_bytes)
             count += svl_bytes
+            self.stats.za_bytes_saved += svl_bytes * svl_bytes
         fp.fpsr, fp.fpcr = self.engine.fpsr, self.engine.fpcr
         self.stats.saves += 1
         self.stats.save_instructions += count
@@ -113,6 +114,7 @@ class EngineContextMixin:
             for row in range(svl_bytes):
                 self._kissue(_LDR_ZA, rv=row, rn=fp.sme_state + row * svl_bytes)
             count += svl_bytes
+            self.stats.za_bytes_restored += svl_bytes * svl_bytes
         self.stats.restores += 1
         self.stats.restore_instructions += count
 

@@ -1,8 +1,9 @@
 """The kernel model: processes and threads time-sharing one SME engine (Linux ≥ 6.16 ABI).
 
 :class:`Kernel` is the CPU side of a single-CPU arm64 system whose SME unit is an
-:class:`~sw.driver.Engine`. Threads run :class:`~sw.abi.program.Executable` programs; engine
-instructions go to the engine with the thread's operand values, everything else (system
+:class:`~sw.driver.Engine`. Threads run :class:`~sw.abi.program.Executable` programs (Python
+steps) or compiled static ELF programs on a host CPU (:mod:`~zatile.sw.abi.host_tasks`);
+engine instructions go to the engine with the thread's operand values, everything else (system
 calls, traps, signals, ptrace, scheduling) is done here, with the semantics of
 ``arch/arm64/kernel/{fpsimd,signal,ptrace,process,syscall}.c`` as summarised in docs/abi.md.
 
@@ -64,7 +65,9 @@ PC, as if it had executed ``SVC`` there (it becomes the current thread).
 Modelled subset: one CPU; no sigaltstack (frames always go on the thread's stack; sigreturn
 still validates ``uc_stack`` as ``do_sigaltstack`` would); PTRACE_ATTACH stops the tracee at
 once (no SIGSTOP/waitpid handshake), and only ATTACH, DETACH, GETREGSET and SETREGSET exist;
-clone() flags beyond VM/FS/FILES/SIGHAND/THREAD/SYSVSEM/SETTLS/exit signal are -EINVAL;
+clone() flags beyond VM/FS/FILES/SIGHAND/THREAD/SYSVSEM/SETTLS/PARENT_SETTID/CHILD_SETTID/
+CHILD_CLEARTID/exit signal are -EINVAL; futexes are WAIT/WAKE/REQUEUE/CMP_REQUEUE with
+timeouts that expire only when nothing else can run;
 kill() takes pid > 0 only (no process groups); no non-streaming SVE, SME2, FPMR, POE or GCS.
 """
 
@@ -79,6 +82,7 @@ from zatile.sw.abi.coredump import CoreDumpsMixin
 from zatile.sw.abi.cpufeatures import SmeVectorLengths, hwcap2_from_id
 from zatile.sw.abi.engine_context import EngineContextMixin, EngineProtocolError, IllegalInstruction
 from zatile.sw.abi.fpsimd import FpsimdOps
+from zatile.sw.abi.host_tasks import DEFAULT_HOST_QUANTUM, HostAddressSpace, HostTasksMixin
 from zatile.sw.abi.layouts import SiginfoFault, Timespec
 from zatile.sw.abi.mm import KERNEL_BASE, KernelHeap, SystemBus
 from zatile.sw.abi.processes import ProcessesMixin
@@ -110,6 +114,11 @@ class KernelStats:
     save_instructions: int = 0
     restore_instructions: int = 0
     signals_delivered: int = 0
+    #: Host-CPU threads stopped because their quantum of host instructions ran out.
+    preemptions: int = 0
+    #: Bytes of ZA the save and restore sequences moved.
+    za_bytes_saved: int = 0
+    za_bytes_restored: int = 0
 
 
 class UserContext:
@@ -229,7 +238,7 @@ class UserContext:
 
 
 class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, PtraceMixin,
-             CoreDumpsMixin):
+             CoreDumpsMixin, HostTasksMixin):
     """A single-CPU arm64 Linux (≥ 6.16) as far as SME is concerned, driving one engine.
 
     Parameters
@@ -242,10 +251,18 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
         Bytes of kernel heap for the per-thread SME save areas (exhaustion gives -ENOMEM).
     stack_size : int
         Bytes of stack mapped for each new program image.
+    host_quantum : int
+        The time slice of a thread of an ELF process, in host instructions
+        (:mod:`~zatile.sw.abi.host_tasks`).
     """
 
     def __init__(self, config: EngineConfig, *, engine_class: type[Engine] = ModelEngine,
-                 heap_size: int = 8 << 20, stack_size: int = 256 << 10):
+                 heap_size: int = 8 << 20, stack_size: int = 256 << 10,
+                 host_quantum: int = DEFAULT_HOST_QUANTUM):
+        if host_quantum < 1:
+            raise ValueError(f"host_quantum must be at least 1 instruction, not {host_quantum!r}")
+        self.host_quantum = host_quantum
+        self._rng: random.Random | None = None
         self.config = config
         self.kernel_memory = Memory()
         self.heap = KernelHeap(self.kernel_memory, KERNEL_BASE, heap_size)
@@ -277,6 +294,8 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
             c.NR_RT_SIGRETURN: (self.rt_sigreturn, 0), c.NR_PRCTL: (self.prctl, 5),
             c.NR_GETPID: (self.getpid, 0), c.NR_GETTID: (self.gettid, 0),
             c.NR_CLONE: (self.clone, 5), c.NR_EXECVE: (self.execve, 3),
+            c.NR_FUTEX: (self.futex, 6), c.NR_WAIT4: (self.wait4, 4),
+            c.NR_SET_TID_ADDRESS: (self.set_tid_address, 1), c.NR_GETPPID: (self.getppid, 0),
         }
 
 
@@ -286,9 +305,12 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
         """Run runnable threads until none is left or ``max_steps`` steps have executed.
 
         Each time slice is ``quantum`` steps, or a random 1..``quantum`` with ``rng`` (which
-        also picks the next thread at random): preemption then happens at random points.
-        Returns the number of steps executed.
+        also picks the next thread at random): preemption then happens at random points. A
+        step of a thread of an ELF process runs its host CPU until it enters the kernel, for
+        at most ``host_quantum`` host instructions (a random 1..``host_quantum`` with ``rng``),
+        after which it is preempted. Returns the number of steps executed.
         """
+        self._rng = rng
         steps = 0
         while steps < max_steps:
             thread = self._pick(rng)
@@ -306,7 +328,16 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
         return steps
 
     def _pick(self, rng: random.Random | None) -> Thread | None:
+        self._interrupt_sleepers()
         runnable = [thread for thread in self.threads.values() if thread.runnable]
+        if not runnable:
+            timed = [thread for thread in self.threads.values()
+                     if thread.waiting is not None and thread.waiting[0] == "futex"
+                     and thread.waiting[3]]
+            for thread in timed:           # nothing else can happen: their time is up
+                thread.waiting = None
+                thread.cpu.x[0] = -c.ETIMEDOUT & MASK64
+            runnable = timed
         if not runnable:
             return None
         if rng is not None:
@@ -316,6 +347,19 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
             chosen = later[0] if later else runnable[0]
         self._last_picked = chosen.tid
         return chosen
+
+    def _interrupt_sleepers(self) -> None:
+        """A sleeping thread with a signal it can take wakes up: a futex wait returns -EINTR,
+        wait4 is called again (after the handler)."""
+        for thread in self.threads.values():
+            if thread.waiting is None:
+                continue
+            pending = thread.pending + thread.process.shared_pending
+            if any(signal.forced or not thread.blocked & (1 << (signal.signo - 1))
+                   for signal in pending):
+                if thread.waiting[0] == "futex":
+                    thread.cpu.x[0] = -c.EINTR & MASK64
+                thread.waiting = None
 
     def _switch_to(self, thread: Thread) -> None:
         if self.current is thread:
@@ -333,6 +377,9 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
     def _step(self, thread: Thread) -> None:
         self._deliver_signals(thread)
         if not thread.runnable:
+            return
+        if isinstance(thread.process.mm, HostAddressSpace):
+            self._run_host(thread)
             return
         cpu = thread.cpu
         step = thread.process.mm.text.get(cpu.pc)

@@ -8,6 +8,9 @@ part of the CPU's MMU for the engine's loads and stores:
 * addresses at or above it go to kernel memory (TTBR1), and only while the issuing CPU is at
   EL1 (:meth:`SystemBus.kernel_mode`), i.e. during the kernel's own save/restore sequences.
   A user instruction that names a kernel address faults like an EL0 access to a kernel page.
+  The one other EL1 master is a host CPU moving V registers to and from the engine's Z
+  (:class:`~zatile.sim.host_cpu.HostCpu`): while it does, its memory is ``privileged`` and
+  its own scratch buffer (above :data:`KERNEL_BASE` too) is what those addresses reach.
 
 :class:`KernelHeap` is ``kmalloc``/``kfree`` over kernel memory; the per-thread SME save areas
 (``sve_state``, ``sme_state``) live there, so the engine can store a thread's registers into
@@ -141,9 +144,11 @@ class SystemBus(Memory):
 
     def _target(self, address: int, write: bool) -> Memory:
         if address >= KERNEL_BASE:
-            if not self._privileged:
-                raise MemoryFault(address, write)
-            return self.kernel_memory
+            if self._privileged:
+                return self.kernel_memory
+            if getattr(self.user_memory, "privileged", False):
+                return self.user_memory            # a host CPU's V<->Z transfer
+            raise MemoryFault(address, write)
         if self.user_memory is None:
             raise MemoryFault(address, write)
         return self.user_memory

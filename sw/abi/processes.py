@@ -1,5 +1,11 @@
-"""Processes and threads: program loading, fork/clone, execve, exit (docs/abi.md, "fork and
-clone" and "execve").
+"""Processes and threads: program loading, fork/clone, execve, exit, and what threads and
+processes wait on — futexes and wait4 (docs/abi.md, "fork and clone" and "execve").
+
+A thread that sleeps in a system call has :attr:`~zatile.sw.abi.task.Thread.waiting` set and is
+not scheduled until woken: by FUTEX_WAKE (its FUTEX_WAIT then returns 0), by a child's exit
+(its wait4 is then executed again: the PC was moved back to the ``SVC``), or by a signal it can
+take (a futex wait returns -EINTR, wait4 is restarted after the handler). A timed futex wait
+ends with -ETIMEDOUT when no thread is left to run (no clock is modelled).
 """
 
 from __future__ import annotations
@@ -13,9 +19,11 @@ from zatile.sw.abi.task import CpuContext, FpState, Process, SignalHandlers, Thr
 
 __all__ = ["ProcessesMixin"]
 
-#: clone() flags the model implements; the rest (VFORK, *_SETTID, ...) return -EINVAL.
+#: clone() flags the model implements; the rest (VFORK, PARENT, ...) return -EINVAL.
 _CLONE_SUPPORTED = (c.CSIGNAL | c.CLONE_VM | c.CLONE_FS | c.CLONE_FILES | c.CLONE_SIGHAND
-                    | c.CLONE_THREAD | c.CLONE_SYSVSEM | c.CLONE_SETTLS)
+                    | c.CLONE_THREAD | c.CLONE_SYSVSEM | c.CLONE_SETTLS | c.CLONE_PARENT_SETTID
+                    | c.CLONE_CHILD_SETTID | c.CLONE_CHILD_CLEARTID | c.CLONE_DETACHED)
+_FUTEX_COMMAND = ~(c.FUTEX_PRIVATE_FLAG | c.FUTEX_CLOCK_REALTIME)
 
 
 class ProcessesMixin:
@@ -103,6 +111,12 @@ class ProcessesMixin:
     def _exit_thread(self, thread: Thread) -> None:
         if thread.state is ThreadState.EXITED:
             return
+        thread.waiting = None
+        if thread.clear_child_tid and thread.process.alive:
+            # mm_release: a thread that leaves others behind zeroes its TID word and wakes
+            # one waiter on it (pthread_join).
+            if self._write_user(thread, thread.clear_child_tid, bytes(4)):
+                self._futex_wake(id(thread.process.mm), thread.clear_child_tid, 1)
         if self._holder is thread:
             self._holder = None
             if self._live:
@@ -114,6 +128,8 @@ class ProcessesMixin:
         for tracee in self.threads.values():
             if tracee.tracer is thread:
                 tracee.tracer = None
+        if not thread.process.alive:
+            self._wake(("child", thread.process.parent_pid), len(self.threads))
 
     def exit(self, thread: Thread, status: int) -> int:
         self._syscall_entry(thread)
@@ -169,6 +185,10 @@ class ProcessesMixin:
                     parent.sme_state, self.ops.sme_state_size(parent)))
                 child_fp.tif_sme = True
                 child_fp.svcr |= c.SVCR_ZA_MASK
+        if flags & c.CLONE_PARENT_SETTID and parent_tid \
+                and not self._write_user(thread, parent_tid, self._next_id.to_bytes(4, "little")):
+            self.ops.free_buffers(child_fp)
+            return -c.EFAULT
         if flags & c.CLONE_THREAD:
             child = self._new_thread(thread.process, child_cpu, child_fp)
         else:
@@ -181,7 +201,99 @@ class ProcessesMixin:
             process.handlers = (thread.process.handlers if flags & c.CLONE_SIGHAND
                                 else SignalHandlers(dict(thread.process.handlers.actions)))
         child.blocked = thread.blocked
+        if flags & c.CLONE_CHILD_SETTID and child_tid:
+            self._write_user(child, child_tid, child.tid.to_bytes(4, "little"))
+        if flags & c.CLONE_CHILD_CLEARTID:
+            child.clear_child_tid = child_tid
         return child.tid
+
+    def set_tid_address(self, thread: Thread, address: int) -> int:
+        """Where the thread's TID word is cleared at exit; returns the TID."""
+        self._syscall_entry(thread)
+        thread.clear_child_tid = address
+        return thread.tid
+
+    def getppid(self, thread: Thread) -> int:
+        self._syscall_entry(thread)
+        return thread.process.parent_pid
+
+    def wait4(self, thread: Thread, pid: int, status: int = 0, options: int = 0,
+              rusage: int = 0) -> int:
+        """Collect an exited child (``pid`` -1 or 0: any; > 0: that one): its PID, with its
+        wait status at ``status``; 0 with WNOHANG while none has exited; -ECHILD without
+        children. Otherwise the thread sleeps until a child exits and then calls again."""
+        self._syscall_entry(thread)
+        wanted = pid - (1 << 32) if pid >> 31 & 1 else pid & 0xFFFF_FFFF
+        children = [process for process in self.processes.values()
+                    if process.parent_pid == thread.process.pid and not process.reaped
+                    and (wanted in (-1, 0) or process.pid == wanted)]
+        if not children:
+            return -c.ECHILD
+        for child in children:
+            if child.wait_status is not None:
+                if status and not self._write_user(thread, status,
+                                                   child.wait_status.to_bytes(4, "little")):
+                    return -c.EFAULT
+                child.reaped = True
+                return child.pid
+        if options & c.WNOHANG:
+            return 0
+        thread.waiting = ("child", thread.process.pid)
+        thread.cpu.pc -= 4                 # called again when a child exits
+        return pid
+
+    def futex(self, thread: Thread, address: int, operation: int, value: int,
+              timeout: int = 0, address2: int = 0, value3: int = 0) -> int:
+        """FUTEX_WAIT, FUTEX_WAKE, FUTEX_REQUEUE and FUTEX_CMP_REQUEUE, private or shared
+        alike (one address space per key); other operations are -ENOSYS."""
+        self._syscall_entry(thread)
+        command = operation & _FUTEX_COMMAND
+        mm = id(thread.process.mm)
+        if command == c.FUTEX_WAKE:
+            return self._futex_wake(mm, address, value & 0x7FFF_FFFF)
+        if command not in (c.FUTEX_WAIT, c.FUTEX_REQUEUE, c.FUTEX_CMP_REQUEUE):
+            return -c.ENOSYS
+        if address & 3:
+            return -c.EINVAL
+        word = self._read_user(thread, address, 4)
+        if word is None:
+            return -c.EFAULT
+        current = int.from_bytes(word, "little")
+        if command == c.FUTEX_WAIT:
+            if current != value & 0xFFFF_FFFF:
+                return -c.EAGAIN
+            thread.waiting = ("futex", mm, address, bool(timeout))
+            return 0
+        if command == c.FUTEX_CMP_REQUEUE and current != value3 & 0xFFFF_FFFF:
+            return -c.EAGAIN
+        woken = self._futex_wake(mm, address, value & 0x7FFF_FFFF)
+        moved = 0
+        for waiter in self.threads.values():
+            if moved >= timeout & 0x7FFF_FFFF:     # val2 travels in the timeout argument
+                break
+            if waiter.waiting is not None and waiter.waiting[:3] == ("futex", mm, address):
+                waiter.waiting = ("futex", mm, address2, waiter.waiting[3])
+                moved += 1
+        return woken + (moved if command == c.FUTEX_CMP_REQUEUE else 0)
+
+    def _futex_wake(self, mm: int, address: int, count: int) -> int:
+        """Wake up to ``count`` threads waiting on ``address`` of the address space whose
+        ``id`` is ``mm``."""
+        woken = 0
+        for waiter in self.threads.values():
+            if woken >= count:
+                break
+            if waiter.waiting is not None and waiter.waiting[:3] == ("futex", mm, address):
+                waiter.waiting = None
+                woken += 1
+        return woken
+
+    def _wake(self, key: tuple, count: int) -> None:
+        """Wake up to ``count`` threads sleeping on exactly ``key``."""
+        for waiter in self.threads.values():
+            if count and waiter.waiting == key:
+                waiter.waiting = None
+                count -= 1
 
     def execve(self, thread: Thread, pathname: int, argv: int = 0, envp: int = 0) -> int:
         """``execve``: the path is a NUL-terminated string in the caller's memory."""

@@ -2,7 +2,7 @@
 
 :func:`run_program_rtl` builds the engine's Verilog for ``EngineConfig(max_svl=svl)`` (cached by
 :mod:`zatile.tb.runner`) and starts one simulation in which
-:func:`~zatile.sw.abi.elf_process.run_program` runs unchanged (:mod:`zatile.sw.abi.rtl_exec_sim`):
+:func:`~zatile.sw.abi.runner.run_program` runs unchanged (:mod:`zatile.sw.abi.rtl_exec_sim`):
 the scalar code on the host CPU, every SME and streaming-SVE word on the engine's RTL through its
 issue port, the engine's memory port served from the guest's memory. The program's standard
 output and error are written to the caller's streams when it has ended (the simulator is a
@@ -37,7 +37,7 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
                     stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
                     count_instructions: bool = False,
                     environment: Sequence[str] | None = None, simulator: str = "verilator",
-                    pauses: str = "none", seed: int = 0,
+                    pauses: str = "none", seed: int = 0, quantum: int | None = None,
                     progress: Callable[[dict], None] | None = None) -> ProcessResult:
     """Load and run a static aarch64 program with the RTL engine; ``argv[0]`` is the path
     unless given.
@@ -60,6 +60,9 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
         Random idle/backpressure on the engine's handshakes (:data:`zatile.tb.pauses.PAUSE_STYLES`).
     seed : int
         Seed of the pauses.
+    quantum : int, optional
+        A thread's time slice in host instructions (as for
+        :func:`~zatile.sw.abi.runner.run_program`).
     progress : callable, optional
         Called from another thread with the engine's performance counters (a dict by the
         names of :data:`zatile.hw.perf_counters.PERF_COUNTERS`) every :data:`PROGRESS_CYCLES`
@@ -82,7 +85,8 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
             "argv": list(argv) or [str(path)],
             "environment": list(environment) if environment is not None
             else ["PATH=/bin", "HOME=/"],
-            "count_instructions": count_instructions, "pauses": pauses, "seed": seed},
+            "count_instructions": count_instructions, "pauses": pauses, "seed": seed,
+            "quantum": quantum},
             progress=progress) as directory:
         for name, stream in (("stdout", stdout or sys.stdout.buffer),
                              ("stderr", stderr or sys.stderr.buffer)):

@@ -1,9 +1,11 @@
 """The simulation side of :func:`zatile.sw.abi.rtl_exec.run_program_rtl` (a cocotb test module).
 
 ``ZATILE_RTL_EXEC`` names a directory holding ``request.json`` (program, argv, environment, SVL,
-pause style, seed, whether to count host instructions). The program runs unchanged on the host
-CPU in a :func:`cocotb.task.bridge` thread, with a :class:`zatile.tb.engine.RtlEngine` behind it
-whose memory port is served from the guest's own memory. Its fd 1 and fd 2 go to ``stdout`` and
+pause style, seed, whether to count host instructions, the time slice). The program runs
+unchanged as a process of the kernel model (:func:`zatile.sw.abi.runner.run_program`) in a
+:func:`cocotb.task.bridge` thread, with a :class:`zatile.tb.engine.RtlEngine` as the kernel's
+engine, whose memory port is the kernel's bus (the current process's memory, and the kernel's
+save areas at EL1). Its fd 1 and fd 2 go to ``stdout`` and
 ``stderr`` in the directory; ``result.json`` holds the :class:`ProcessResult`, the simulated
 cycles and the engine's performance counters. A request with a ``call`` calls one function of
 the program instead of running it (:func:`zatile.sw.abi.rtl_exec.call_rtl`). A request with
@@ -23,7 +25,8 @@ from cocotb.task import bridge
 from cocotb.triggers import ClockCycles
 from cocotb.utils import get_sim_time
 
-from zatile.sw.abi.elf_process import ElfProcess, load_elf_image, run_program
+from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
+from zatile.sw.abi.runner import run_program
 from zatile.sw.arch.config import EngineConfig
 from zatile.tb.engine import CLOCK_NS, EngineBench, RtlEngine, smcr_len_for
 
@@ -59,7 +62,7 @@ async def exec_program(dut) -> None:
                 request["program"], request["argv"], svl=config.max_svl,
                 engine_class=engine_class, stdout=stdout, stderr=stderr,
                 count_instructions=request["count_instructions"],
-                environment=request["environment"])
+                environment=request["environment"], quantum=request["quantum"])
         await bench.wait_idle()
         result.engine_cycles = int(get_sim_time("ns") / CLOCK_NS)
         result.engine_perf = bench.perf()

@@ -105,12 +105,18 @@ class Thread:
     tracer: "Thread | None" = None
     #: Set by sched_yield/nanosleep: give up the rest of the time slice.
     yield_requested: bool = False
+    #: What the thread sleeps on in a system call (None: it does not): ``("futex", id(mm),
+    #: address, timed)`` or ``("child", pid)`` for wait4.
+    waiting: tuple | None = None
+    #: ``clear_child_tid`` (CLONE_CHILD_CLEARTID, set_tid_address): zeroed and futex-woken
+    #: when the thread exits.
+    clear_child_tid: int = 0
 
     @property
     def runnable(self) -> bool:
-        """Alive, not stopped by a tracer, not stopped by SIGSTOP."""
+        """Alive, not sleeping, not stopped by a tracer, not stopped by SIGSTOP."""
         return (self.state is ThreadState.RUNNABLE and self.tracer is None
-                and not self.process.job_stopped)
+                and self.waiting is None and not self.process.job_stopped)
 
 
 @dataclass(eq=False)
@@ -136,6 +142,8 @@ class Process:
     core_dump: bytes | None = None
     #: The auxiliary vector given at exec: (AT_* key, value) pairs, AT_NULL excluded.
     auxv: tuple[tuple[int, int], ...] = ()
+    #: Its parent has collected its status with wait4.
+    reaped: bool = False
 
     @property
     def alive(self) -> bool:

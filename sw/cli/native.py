@@ -8,7 +8,8 @@ import sys
 
 import json
 
-from zatile.sw.cli.common import CliError, Parser, add_command, output_path, svl
+from zatile.sw.cli.common import (CliError, Parser, add_command, output_path,
+                                  positive_count, svl)
 
 __all__ = ["register"]
 
@@ -84,11 +85,11 @@ def _exec_arguments(args) -> None:
             program_arguments += rest[index + 1:]
             break
         name = argument.split("=", 1)[0]
-        if name in ("--svl", "--backend", "--stats-json") and "=" not in argument:
+        if name in ("--svl", "--backend", "--stats-json", "--quantum") and "=" not in argument:
             own.parse_args([argument, *rest[index + 1:index + 2]], namespace=args)
             index += 2
             continue
-        if name in ("--svl", "--backend", "--stats-json", "--stats"):
+        if name in ("--svl", "--backend", "--stats-json", "--stats", "--quantum"):
             own.parse_args([argument], namespace=args)
         else:
             program_arguments.append(argument)
@@ -106,15 +107,23 @@ def _add_exec_options(parser, defaults: bool = True) -> None:
                              "the host CPU with the engine's Verilog under Verilator (built "
                              "once per SVL; output appears when the program ends); qemu: "
                              "qemu-aarch64 -cpu max,sme=on as the oracle")
+    parser.add_argument("--quantum", type=positive_count, metavar="N",
+                        **({"default": None} | keep),
+                        help="a thread's time slice in host instructions, after which the "
+                             "kernel model preempts it (default: the kernel model's, "
+                             "zatile.sw.abi.host_tasks.DEFAULT_HOST_QUANTUM; model and rtl "
+                             "backends)")
     parser.add_argument("--stats", action="store_true", **keep,
-                        help="print instruction counts and wall time to stderr afterwards")
+                        help="print instruction counts, the kernel's context switches, "
+                             "signals and ZA traffic, and wall time to stderr afterwards")
     parser.add_argument("--stats-json", type=output_path, metavar="FILE", **keep,
                         help="write the same figures as one JSON object")
 
 
 def _cmd_exec(args) -> int:
     # local: keeps `zatile --help` fast
-    from zatile.sw.abi.elf_process import ExecError, load_elf_image, run_program
+    from zatile.sw.abi.elf_process import ExecError, load_elf_image
+    from zatile.sw.abi.runner import run_program  # local: keeps `zatile --help` fast
 
     if not args.command_line:
         raise CliError("no PROGRAM given (usage: zatile exec PROGRAM [ARGS...] [--svl BITS] "
@@ -140,9 +149,11 @@ def _cmd_exec(args) -> int:
     if args.backend == "rtl":
         from zatile.sw.abi.rtl_exec import run_program_rtl  # local: keeps `zatile --help` fast
 
-        result = run_program_rtl(args.program, argv, svl=args.svl, count_instructions=counting)
+        result = run_program_rtl(args.program, argv, svl=args.svl, count_instructions=counting,
+                                 quantum=args.quantum)
     else:
-        result = run_program(args.program, argv, svl=args.svl, count_instructions=counting)
+        result = run_program(args.program, argv, svl=args.svl, count_instructions=counting,
+                             quantum=args.quantum)
     figures = result.to_json_dict()
     figures.update(backend=args.backend, svl=args.svl)
     if args.stats:
@@ -155,7 +166,11 @@ def _cmd_exec(args) -> int:
             f"{result.syscalls} system calls, {result.v_transfers} V/Z transfers, "
             f"{result.wall_seconds:.3f} s, {result.engine_seconds:.3f} s of it in the engine "
             f"({result.host_instructions / seconds:,.0f} host/s, "
-            f"{result.engine_instructions / seconds:,.0f} engine/s)\n")
+            f"{result.engine_instructions / seconds:,.0f} engine/s)\n"
+            f"zatile: kernel: {result.context_switches} context switches "
+            f"({result.preemptions} at the end of a quantum), {result.signals_delivered} "
+            f"signals delivered to handlers, {result.za_bytes_saved} bytes of ZA saved and "
+            f"{result.za_bytes_restored} restored\n")
         if result.engine_cycles is not None:
             sys.stderr.write(f"zatile: {result.engine_cycles} engine clock cycles simulated\n")
     if args.stats_json:

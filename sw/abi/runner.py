@@ -1,0 +1,75 @@
+"""Running a compiled program: a static ELF as the first process of a new kernel model.
+
+:func:`run_program` is what ``zatile exec`` (model backend) and the RTL backend's simulation
+run: the program, its threads and its children are processes of a
+:class:`~zatile.sw.abi.kernel.Kernel` whose engine is the chosen backend
+(:mod:`~zatile.sw.abi.host_tasks`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import BinaryIO, Sequence
+
+from zatile.sim.engine import ModelEngine
+from zatile.sw.abi.elf_process import ProcessResult, load_elf_image
+from zatile.sw.abi.host_tasks import DEFAULT_HOST_QUANTUM
+from zatile.sw.abi.kernel import Kernel
+from zatile.sw.arch.config import EngineConfig
+
+__all__ = ["run_program"]
+
+
+def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
+                engine_class=ModelEngine, stdout: BinaryIO | None = None,
+                stderr: BinaryIO | None = None, count_instructions: bool = False,
+                environment: Sequence[str] | None = None,
+                quantum: int | None = None) -> ProcessResult:
+    """Load a static aarch64 program and run it as the first process of a new kernel model
+    (its threads and children too) until every thread has ended; ``argv[0]`` is the path
+    unless given.
+
+    Parameters
+    ----------
+    svl : int
+        The engine's largest SVL in bits, and the system's default SME vector length (as if
+        ``/proc/sys/abi/sme_default_vector_length`` had been set to it before the start).
+    engine_class : callable
+        ``engine_class(config, bus)``: the engine backend (the reference model by default).
+    quantum : int, optional
+        The time slice of a thread, in host instructions (default
+        :data:`~zatile.sw.abi.host_tasks.DEFAULT_HOST_QUANTUM`).
+
+    Returns
+    -------
+    ProcessResult
+        For the first process: its exit status (128 + the signal if one killed it), the
+        host CPU's counts, and the kernel's context switches, preemptions, signals and ZA
+        traffic.
+    """
+    image = load_elf_image(path)
+    kernel = Kernel(EngineConfig(max_svl=svl), engine_class=engine_class,
+                    host_quantum=quantum or DEFAULT_HOST_QUANTUM)
+    kernel.sme_default_vl = svl // 8
+    arguments = list(argv) or [str(path)]
+    envp = list(environment) if environment is not None else ["PATH=/bin", "HOME=/"]
+    process = kernel.spawn_elf(image, arguments, envp,
+                               stdout=stdout if stdout is not None else sys.stdout.buffer,
+                               stderr=stderr if stderr is not None else sys.stderr.buffer,
+                               count_instructions=count_instructions)
+    start = time.perf_counter()
+    while kernel.run(max_steps=1 << 62):
+        pass
+    elapsed = time.perf_counter() - start
+    stats, host = kernel.stats, process.mm.cpu.stats
+    signal = process.exit_signal
+    return ProcessResult(
+        128 + signal if signal is not None else process.exit_code or 0, signal, elapsed,
+        host.host_instructions, host.engine_instructions, dict(host.engine_by_class),
+        stats.syscalls, host.v_pulls + host.v_pushes,
+        process.mm.last_stop if signal is not None else None,
+        engine_seconds=host.engine_seconds, context_switches=stats.context_switches,
+        preemptions=stats.preemptions, signals_delivered=stats.signals_delivered,
+        za_bytes_saved=stats.za_bytes_saved, za_bytes_restored=stats.za_bytes_restored)
