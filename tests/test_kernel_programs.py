@@ -1,7 +1,13 @@
-"""Compiled programs as processes of the kernel model (sw/abi/host_tasks.py): preemption.
+"""Compiled programs as processes of the kernel model (sw/abi/host_tasks.py).
 
 ``tests/test_real_programs.py`` runs the signal, thread and fork programs against QEMU with the
-default time slice. Here the slices are short and random (``Kernel.run(rng=...)``), so threads
+default time slice. Here:
+
+* ptrace and execve of real programs, which QEMU linux-user cannot run (it has no ptrace, and
+  its execve of an aarch64 program needs binfmt_misc on the host): the model's output is
+  checked against what Linux ≥ 6.16 prints by the rules of docs/abi.md;
+* the core dump of a real program killed in streaming mode;
+* preemption: the slices are short and random Here the slices are short and random (``Kernel.run(rng=...)``), so threads
 and processes are preempted at arbitrary host instructions, in the middle of the C library's
 locks and of their SME work, and the kernel's lazy ZA switching is exercised hundreds of times:
 
@@ -20,7 +26,9 @@ import random
 
 import pytest
 
-from tests.test_real_programs import FORK_OUTPUT, THREADS_OUTPUT, build
+from elftools.elf.elffile import ELFFile
+
+from tests.test_real_programs import FORK_OUTPUT, THREADS_OUTPUT, build, run_model
 from zatile.sw.abi import engine_context
 from zatile.sw.abi.elf_process import load_elf_image
 from zatile.sw.abi.kernel import Kernel
@@ -73,6 +81,50 @@ def test_a_wrong_za_restore_is_caught_by_the_programs(monkeypatch):
     _, stdout, _ = run_preempted("threads_za", 128, quantum=3000, seed=1)
     assert skipped, "the restore sequence never ran"
     assert b"ZA lost" in stdout
+
+
+@pytest.mark.parametrize("svl", [128, 2048])
+def test_a_tracer_reads_and_writes_a_live_za_of_a_real_child(svl):
+    status, output, errors, result = run_model(build("ptrace_za"), svl=svl)
+    assert (status, output) == (0, b"attach: ok, waitpid: stopped by SIGSTOP\n"
+                                   b"GETREGSET NT_ARM_ZA: vl the streaming VL, ZA live, "
+                                   b"contents the child's\n"
+                                   b"SETREGSET: ok, detach: ok, child exit status 0\n"), errors
+    assert result.signals_delivered == 1            # the child's SIGUSR1 to its parent
+
+
+@pytest.mark.parametrize("mode, first_line, vl", [("plain", b"", 64),
+                                                  ("onexec", b"PR_SME_SET_VL_ONEXEC 32: "
+                                                             b"accepted\n", 32)])
+def test_execve_of_a_real_program_resets_sme_state(mode, first_line, vl):
+    """ZA live with a lazy save pending before execve; after it SM=0, ZA=0, TPIDR2_EL0=0, the
+    new argv and environment, and the VL asked for with PR_SME_SET_VL_ONEXEC."""
+    status, output, errors, _ = run_model(build("exec_sme"), mode, svl=512)
+    assert (status, output) == (5, first_line + (
+        f"after execve: argv[2] {mode}, environment passed, SM=0 ZA=0 TPIDR2 zero, "
+        f"VL {vl}\n").encode()), errors
+
+
+def test_core_dump_of_a_real_program_killed_in_streaming_mode():
+    program = build("faults")
+    kernel = Kernel(EngineConfig(max_svl=256))
+    kernel.sme_default_vl = 32
+    process = kernel.spawn_elf(load_elf_image(program), [str(program), "engine-segv"],
+                               stdout=io.BytesIO(), stderr=io.BytesIO())
+    kernel.run(max_steps=1 << 40)
+    assert process.exit_signal == 11 and process.wait_status == 11 | 0x80
+    core = ELFFile(io.BytesIO(process.core_dump))
+    loads = {segment["p_vaddr"]: segment["p_filesz"] for segment in core.iter_segments()
+             if segment["p_type"] == "PT_LOAD"}
+    stack_top = process.mm.elf.cpu.memory.mappings[-2][1]       # below the trampoline page
+    assert any(start < stack_top <= start + size for start, size in loads.items())
+    notes = {note["n_type"]: note for segment in core.iter_segments()
+             if segment["p_type"] == "PT_NOTE" for note in segment.iter_notes()}
+    siginfo = notes["NT_SIGINFO"]["n_desc"]
+    assert int.from_bytes(siginfo[16:24], "little") == 16          # si_addr: the bad store
+    ssve = notes[0x40B]["n_desc"]                                  # NT_ARM_SSVE
+    assert int.from_bytes(ssve[8:10], "little") == 32              # vl: streaming, live
+    assert int.from_bytes(ssve[0:4], "little") > 16                # registers included
 
 
 def test_exec_quantum_and_kernel_stats(tmp_path, capfd):

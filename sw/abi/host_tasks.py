@@ -30,6 +30,7 @@ the kernel's own instruction stepper does.
 from __future__ import annotations
 
 import copy
+import io
 import struct
 from dataclasses import dataclass
 from typing import BinaryIO, Sequence
@@ -66,6 +67,21 @@ _KERNEL_CALLS = frozenset({
     c.NR_TKILL, c.NR_TGKILL, c.NR_RT_SIGACTION, c.NR_RT_SIGPROCMASK, c.NR_RT_SIGRETURN,
     c.NR_PRCTL, c.NR_GETPID, c.NR_GETTID, c.NR_CLONE, c.NR_EXECVE, c.NR_FUTEX, c.NR_WAIT4,
     c.NR_SET_TID_ADDRESS, c.NR_GETPPID})
+
+
+class _ProcessOutput(io.RawIOBase):
+    """fd 1 and 2 of an ELF image a step program exec'd: appended to its ``Process.stdout``."""
+
+    def __init__(self, process: Process):
+        super().__init__()
+        self._process = process
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self._process.stdout.extend(data)
+        return len(data)
 
 
 class ThreadEngine:
@@ -159,7 +175,8 @@ class HostTasksMixin:
                   stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
                   count_instructions: bool = False) -> Process:
         """Start a static ELF program as a new process, as if forked from an idle init and
-        exec'd with the system's default SME vector length.
+        exec'd with the system's default SME vector length. The image is installed at its
+        path, so the process (and its children) can execve it again.
 
         Parameters
         ----------
@@ -167,26 +184,45 @@ class HostTasksMixin:
             From :func:`~zatile.sw.abi.elf_process.load_elf_image`.
         argv, envp : sequence of str
         stdout, stderr : binary file objects
-            Where its fd 1 and fd 2 go.
+            Where its fd 1 and fd 2 go (kept across execve).
         count_instructions : bool
             Count host instructions (slower).
         """
         thread = self._new_thread(None, CpuContext(), FpState(sme_vl=self.sme_default_vl))
+        self.filesystem[image.path] = image
+        process = thread.process
+        process.mm = self._elf_address_space(image, argv, envp, stdout, stderr,
+                                             count_instructions)
+        process.name = image.path.rsplit("/", 1)[-1]
+        process.auxv = process.mm.elf.initial_auxv
+        thread.cpu = CpuContext(sp=process.mm.cpu.sp, pc=process.mm.cpu.pc)
+        return process
+
+    def _elf_address_space(self, image: ElfImage, argv: Sequence[str], envp: Sequence[str],
+                           stdout: BinaryIO | None, stderr: BinaryIO | None,
+                           count_instructions: bool) -> HostAddressSpace:
+        """A new CPU with ``image`` loaded, its initial stack and the signal trampoline."""
         cpu = HostCpu(lambda memory: ThreadEngine(self), count_instructions=count_instructions)
         cpu.stop_at_syscalls()
         elf = ElfProcess(image, argv, envp, svl=8 * self.lengths.max_vl, stdout=stdout,
                          stderr=stderr, cpu=cpu, files=self)
         cpu.map(SIGRETURN_PAGE, _PAGE, PROT_READ | PROT_EXEC)
         cpu.write_memory(SIGRETURN_PAGE, _TRAMPOLINE)
-        process = thread.process
-        process.mm = HostAddressSpace(
+        return HostAddressSpace(
             memory=cpu.memory,
             symbols={**image.symbols, "__kernel_rt_sigreturn": SIGRETURN_PAGE}, cpu=cpu,
             elf=elf)
-        process.name = argv[0].rsplit("/", 1)[-1] if argv else image.path
-        process.auxv = elf.initial_auxv
-        thread.cpu = CpuContext(sp=cpu.sp, pc=cpu.pc)
-        return process
+
+    def _load_elf(self, image: ElfImage, argv: Sequence[str], envp: Sequence[str],
+                  process: Process) -> HostAddressSpace:
+        """execve's new address space for an ELF image: fd 1 and 2 stay where they went (for a
+        step program, its ``Process.stdout``)."""
+        old = process.mm
+        if isinstance(old, HostAddressSpace):
+            return self._elf_address_space(image, argv, envp, old.elf.stdout, old.elf.stderr,
+                                           old.cpu.counting)
+        output = _ProcessOutput(process)
+        return self._elf_address_space(image, argv, envp, output, output, False)
 
     # ------------------------------------------------------------------ one slice
     def _run_host(self, thread: Thread) -> None:

@@ -81,6 +81,7 @@ from zatile.sw.abi import constants as c
 from zatile.sw.abi.coredump import CoreDumpsMixin
 from zatile.sw.abi.cpufeatures import SmeVectorLengths, hwcap2_from_id
 from zatile.sw.abi.engine_context import EngineContextMixin, EngineProtocolError, IllegalInstruction
+from zatile.sw.abi.elf_process import ElfImage
 from zatile.sw.abi.fpsimd import FpsimdOps
 from zatile.sw.abi.host_tasks import DEFAULT_HOST_QUANTUM, HostAddressSpace, HostTasksMixin
 from zatile.sw.abi.layouts import SiginfoFault, Timespec
@@ -276,7 +277,8 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
         self.ops = FpsimdOps(self.heap, self.kernel_memory, self.lengths, self._flush)
         self.regsets = RegsetView(self.ops, self._preserve)
         self.stats = KernelStats()
-        self.filesystem: dict[str, Executable] = {}
+        #: Executables by path: step programs (:meth:`install`) and ELF images (:meth:`spawn_elf`).
+        self.filesystem: dict[str, Executable | ElfImage] = {}
         self.processes: dict[int, Process] = {}
         self.threads: dict[int, Thread] = {}
         self.current: Thread | None = None

@@ -10,6 +10,7 @@ ends with -ETIMEDOUT when no thread is left to run (no clock is modelled).
 
 from __future__ import annotations
 
+from typing import Sequence
 
 from zatile.sw.abi import constants as c
 from zatile.sw.abi.layouts import round_up
@@ -24,6 +25,11 @@ _CLONE_SUPPORTED = (c.CSIGNAL | c.CLONE_VM | c.CLONE_FS | c.CLONE_FILES | c.CLON
                     | c.CLONE_THREAD | c.CLONE_SYSVSEM | c.CLONE_SETTLS | c.CLONE_PARENT_SETTID
                     | c.CLONE_CHILD_SETTID | c.CLONE_CHILD_CLEARTID | c.CLONE_DETACHED)
 _FUTEX_COMMAND = ~(c.FUTEX_PRIVATE_FLAG | c.FUTEX_CLOCK_REALTIME)
+#: The most bytes of argument and environment strings (with their pointers) execve takes: a
+#: quarter of Linux's default 8 MiB stack limit.
+_ARGUMENT_BYTES = 2 << 20
+#: The wait status of a stopped tracee: WIFSTOPPED with WSTOPSIG = SIGSTOP.
+_STOPPED_BY_SIGSTOP = (c.SIGSTOP << 8 | 0x7F).to_bytes(4, "little")
 
 
 class ProcessesMixin:
@@ -220,8 +226,9 @@ class ProcessesMixin:
     def wait4(self, thread: Thread, pid: int, status: int = 0, options: int = 0,
               rusage: int = 0) -> int:
         """Collect an exited child (``pid`` -1 or 0: any; > 0: that one): its PID, with its
-        wait status at ``status``; 0 with WNOHANG while none has exited; -ECHILD without
-        children. Otherwise the thread sleeps until a child exits and then calls again."""
+        wait status at ``status`` (or a traced child's attach stop, reported once); 0 with
+        WNOHANG while none has exited; -ECHILD without children. Otherwise the thread sleeps
+        until a child exits and then calls again."""
         self._syscall_entry(thread)
         wanted = pid - (1 << 32) if pid >> 31 & 1 else pid & 0xFFFF_FFFF
         children = [process for process in self.processes.values()
@@ -230,6 +237,14 @@ class ProcessesMixin:
         if not children:
             return -c.ECHILD
         for child in children:
+            stopped = next((member for member in child.threads if member.tracer is not None
+                            and member.tracer.process is thread.process
+                            and not member.stop_reported), None)
+            if stopped is not None:                 # the ptrace attach stop, once
+                if status and not self._write_user(thread, status, _STOPPED_BY_SIGSTOP):
+                    return -c.EFAULT
+                stopped.stop_reported = True
+                return child.pid
             if child.wait_status is not None:
                 if status and not self._write_user(thread, status,
                                                    child.wait_status.to_bytes(4, "little")):
@@ -296,39 +311,71 @@ class ProcessesMixin:
                 count -= 1
 
     def execve(self, thread: Thread, pathname: int, argv: int = 0, envp: int = 0) -> int:
-        """``execve``: the path is a NUL-terminated string in the caller's memory."""
+        """``execve``: the path, and the NULL-terminated arrays ``argv`` and ``envp`` (for an
+        ELF image), are in the caller's memory."""
         self._syscall_entry(thread)
-        path = bytearray()
+        name = self._read_string(thread, pathname)
+        if isinstance(name, int):
+            return name
+        if name not in self.filesystem:
+            return -c.ENOENT
+        arguments = self._read_strings(thread, argv), self._read_strings(thread, envp)
+        for strings in arguments:
+            if isinstance(strings, int):
+                return strings
+        self._exec(thread, name, *arguments)
+        return 0
+
+    def _read_string(self, thread: Thread, address: int) -> str | int:
+        """A NUL-terminated string of the caller's, or -EFAULT / -ENAMETOOLONG."""
+        text = bytearray()
         while True:
-            byte = self._read_user(thread, pathname + len(path), 1)
+            byte = self._read_user(thread, address + len(text), 1)
             if byte is None:
                 return -c.EFAULT
             if byte == b"\0":
-                break
-            path.extend(byte)
-            if len(path) >= 4096:
+                return text.decode("utf-8", "surrogateescape")
+            text.extend(byte)
+            if len(text) >= 4096:
                 return -c.ENAMETOOLONG
-        name = path.decode("utf-8", "replace")
-        if name not in self.filesystem:
-            return -c.ENOENT
-        self._exec(thread, name)
-        return 0
 
-    def _exec(self, thread: Thread, path: str) -> None:
+    def _read_strings(self, thread: Thread, array: int) -> list[str] | int:
+        """The strings of a NULL-terminated array of pointers (none for a NULL array)."""
+        strings: list[str] = []
+        total = 0
+        while array:
+            pointer = self._read_user(thread, array + 8 * len(strings), 8)
+            if pointer is None:
+                return -c.EFAULT
+            if not int.from_bytes(pointer, "little"):
+                return strings
+            text = self._read_string(thread, int.from_bytes(pointer, "little"))
+            if isinstance(text, int):
+                return text
+            strings.append(text)
+            total += len(text) + 9
+            if total > _ARGUMENT_BYTES:
+                return -c.E2BIG
+        return strings
+
+    def _exec(self, thread: Thread, path: str, argv: Sequence[str] = (),
+              envp: Sequence[str] = ()) -> None:
         """The point of no return of ``execve``: new image, SME state reset (docs/abi.md, "execve")."""
         process = thread.process
         for member in process.threads:
             if member is not thread:
                 self._exit_thread(member)
         process.threads[:] = [thread]
-        process.mm = self._load(self.filesystem[path])
+        image = self.filesystem[path]
+        process.mm = self._load(image) if isinstance(image, Executable) \
+            else self._load_elf(image, argv, envp, process)
         if self.current is thread:
             self.bus.user_memory = process.mm.memory
         process.handlers = SignalHandlers({signo: action for signo, action
                                            in process.handlers.actions.items()
                                            if action.handler == c.SIG_IGN})
         process.name = path.rsplit("/", 1)[-1]
-        process.auxv = self._auxv()
+        process.auxv = self._auxv() if isinstance(image, Executable) else process.mm.elf.initial_auxv
         fp = thread.fp
         self._flush(thread)
         self.ops.free_buffers(fp)
@@ -336,6 +383,9 @@ class ProcessesMixin:
         thread.fp = FpState(sme_vl=self.lengths.find_supported(vl),
                             sme_vl_inherit=fp.sme_vl_inherit,
                             sme_vl_onexec=fp.sme_vl_onexec if fp.sme_vl_inherit else 0)
-        thread.cpu = CpuContext(sp=STACK_TOP, pc=process.mm.symbols["main"])
+        thread.cpu = CpuContext(sp=STACK_TOP, pc=process.mm.symbols["main"]) \
+            if isinstance(image, Executable) else CpuContext(sp=process.mm.cpu.sp,
+                                                             pc=process.mm.cpu.pc)
+        thread.clear_child_tid = 0
         thread.fault_address = thread.fault_code = 0
 

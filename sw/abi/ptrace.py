@@ -1,5 +1,8 @@
 """``ptrace``: ATTACH, DETACH, GETREGSET and SETREGSET over the regsets of
 :mod:`zatile.sw.abi.regsets` (docs/abi.md, "ptrace regsets").
+
+The tracee stops at the attach; its tracer's wait4 reports that stop once, as SIGSTOP
+(``WIFSTOPPED``), as a Linux tracer waiting after PTRACE_ATTACH expects.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class PtraceMixin:
             if target.process is thread.process or target.tracer is not None:
                 return -c.EPERM
             target.tracer = thread
+            target.stop_reported = False
             return 0
         if target.tracer is not thread:
             return -c.ESRCH

@@ -103,6 +103,8 @@ class Thread:
     fault_code: int = 0
     #: The thread that PTRACE_ATTACHed to this one, if any (the tracee is then stopped).
     tracer: "Thread | None" = None
+    #: Its tracer has seen the attach stop through wait4.
+    stop_reported: bool = False
     #: Set by sched_yield/nanosleep: give up the rest of the time slice.
     yield_requested: bool = False
     #: What the thread sleeps on in a system call (None: it does not): ``("futex", id(mm),
