@@ -321,6 +321,33 @@ def test_tpidr2_rules_of_linux_and_qemus_divergences(mode, linux_output, qemu_ou
     assert run_oracle(program, mode, svl=256) == (0, qemu_output)
 
 
+def altstack_output(autodisarm: bool) -> bytes:
+    """What ``tests/programs/altstack_sme.c`` prints on Linux ≥ 6.16 (``autodisarm``) and, with
+    SS_AUTODISARM refused, under QEMU 10."""
+    disarm = (b"SS_AUTODISARM set: handler on it yes, flags there SS_DISABLE, sigaltstack there: "
+              b"allowed, re-armed after sigreturn: yes; ZA kept\n") if autodisarm else (
+        b"SS_AUTODISARM refused: handler on it yes, flags there other, sigaltstack there: "
+        b"refused, re-armed after sigreturn: no; ZA kept\n")
+    return (b"sigaltstack of AT_MINSIGSTKSZ + 4 KiB: ok\n"
+            b"handler on the alternate stack: yes, flags SS_ONSTACK, sigaltstack there: EPERM; "
+            b"after: streaming, ZA kept\n" + disarm
+            + b"1024-byte stack: ENOMEM; flags 7: EINVAL\n")
+
+
+@pytest.mark.parametrize("svl", [128, 512, 2048])
+def test_alternate_signal_stack_with_sme_state(svl):
+    """The model follows Linux at every SVL (the frame fits in AT_MINSIGSTKSZ). QEMU 10 refuses
+    SS_AUTODISARM, and gives no AT_MINSIGSTKSZ, so at SVL 2048 the frame overflows the stack
+    the program sizes with musl's MINSIGSTKSZ instead and it dies (docs/divergences.md)."""
+    program = build("altstack_sme")
+    status, output, errors, _ = run_model(program, svl=svl)
+    assert (status, output) == (0, altstack_output(autodisarm=True)), errors.decode()
+    if svl == 2048:
+        assert run_oracle(program, svl=svl) == (139, b"sigaltstack of AT_MINSIGSTKSZ + 4 KiB: ok\n")
+    else:
+        assert run_oracle(program, svl=svl) == (0, altstack_output(autodisarm=False))
+
+
 def test_scalar_fp16_and_bfcvt_performed_by_the_host_cpu_match_qemu():
     """FEAT_FP16 scalar and BFCVT (sim/host_fp.py; Unicorn's A72 lacks them): 22 x 22 operand
     pairs of specials in 8 FPCR settings (every rounding mode, FZ16, FZ, DN) per instruction,

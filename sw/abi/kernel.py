@@ -62,8 +62,7 @@ call returns (a negative errno on failure). Programs reach them through ``SVC`` 
 arm64 number; calling a method from Python makes that thread enter the kernel at its current
 PC, as if it had executed ``SVC`` there (it becomes the current thread).
 
-Modelled subset: one CPU; no sigaltstack (frames always go on the thread's stack; sigreturn
-still validates ``uc_stack`` as ``do_sigaltstack`` would); PTRACE_ATTACH stops the tracee at
+Modelled subset: one CPU; PTRACE_ATTACH stops the tracee at
 once (no SIGSTOP/waitpid handshake), and only ATTACH, DETACH, GETREGSET and SETREGSET exist;
 clone() flags beyond VM/FS/FILES/SIGHAND/THREAD/SYSVSEM/SETTLS/PARENT_SETTID/CHILD_SETTID/
 CHILD_CLEARTID/exit signal are -EINVAL; futexes are WAIT/WAKE/REQUEUE/CMP_REQUEUE with
@@ -294,6 +293,7 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
             c.NR_TGKILL: (self.tgkill, 3), c.NR_RT_SIGACTION: (self.rt_sigaction, 4),
             c.NR_RT_SIGPROCMASK: (self.rt_sigprocmask, 4),
             c.NR_RT_SIGRETURN: (self.rt_sigreturn, 0), c.NR_PRCTL: (self.prctl, 5),
+            c.NR_SIGALTSTACK: (self.sigaltstack, 2),
             c.NR_GETPID: (self.getpid, 0), c.NR_GETTID: (self.gettid, 0),
             c.NR_CLONE: (self.clone, 5), c.NR_EXECVE: (self.execve, 3),
             c.NR_FUTEX: (self.futex, 6), c.NR_WAIT4: (self.wait4, 4),

@@ -340,6 +340,16 @@ class Iovec(CStruct):
 
 
 @dataclass(frozen=True, kw_only=True)
+class StackT(CStruct):
+    """``stack_t`` (sigaltstack; ``uc_stack`` of a ucontext)."""
+
+    FORMAT = "<Qi4xQ"
+    ss_sp: int
+    ss_flags: int
+    ss_size: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class Timespec(CStruct):
     """``struct timespec`` (nanosleep)."""
 

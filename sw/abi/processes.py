@@ -207,6 +207,9 @@ class ProcessesMixin:
             process.handlers = (thread.process.handlers if flags & c.CLONE_SIGHAND
                                 else SignalHandlers(dict(thread.process.handlers.actions)))
         child.blocked = thread.blocked
+        if not flags & c.CLONE_VM:             # a thread gets no alternate stack
+            child.sas_ss_sp, child.sas_ss_size = thread.sas_ss_sp, thread.sas_ss_size
+            child.sas_ss_flags = thread.sas_ss_flags
         if flags & c.CLONE_CHILD_SETTID and child_tid:
             self._write_user(child, child_tid, child.tid.to_bytes(4, "little"))
         if flags & c.CLONE_CHILD_CLEARTID:
@@ -375,7 +378,8 @@ class ProcessesMixin:
                                            in process.handlers.actions.items()
                                            if action.handler == c.SIG_IGN})
         process.name = path.rsplit("/", 1)[-1]
-        process.auxv = self._auxv() if isinstance(image, Executable) else process.mm.elf.initial_auxv
+        process.auxv = self._auxv() if isinstance(image, Executable) \
+            else process.mm.elf.initial_auxv
         fp = thread.fp
         self._flush(thread)
         self.ops.free_buffers(fp)
@@ -387,5 +391,6 @@ class ProcessesMixin:
             if isinstance(image, Executable) else CpuContext(sp=process.mm.cpu.sp,
                                                              pc=process.mm.cpu.pc)
         thread.clear_child_tid = 0
+        thread.sas_ss_sp = thread.sas_ss_size = 0      # begin_new_exec: the flags stay
         thread.fault_address = thread.fault_code = 0
 

@@ -151,6 +151,9 @@ class SignalContext:
     za_payload: bytes
     #: The 128 ``siginfo`` bytes (SA_SIGINFO only), else None.
     siginfo: bytes | None
+    #: ``uc_stack`` as ``__save_altstack`` writes it: the thread's alternate stack (base,
+    #: flags as last set, size).
+    altstack: tuple[int, int, int] = (0, c.SS_DISABLE, 0)
 
 
 def _field(base: int, layout, name: str, value) -> tuple[int, bytes]:
@@ -165,10 +168,9 @@ def frame_writes(layout: SigframeLayout, frame: int, next_frame: int,
     writes = [
         _field(uc, UContext, "uc_flags", 0),
         _field(uc, UContext, "uc_link", 0),
-        # __save_altstack without an alternate stack: {0, SS_DISABLE, 0}.
-        _field(uc, UContext, "ss_sp", 0),
-        _field(uc, UContext, "ss_flags", c.SS_DISABLE),
-        _field(uc, UContext, "ss_size", 0),
+        _field(uc, UContext, "ss_sp", context.altstack[0]),
+        _field(uc, UContext, "ss_flags", context.altstack[1]),
+        _field(uc, UContext, "ss_size", context.altstack[2]),
         _field(next_frame, FrameRecord, "fp", context.regs[29]),
         _field(next_frame, FrameRecord, "lr", context.regs[30]),
         _field(mc, SigContext, "regs", context.regs),

@@ -12,7 +12,8 @@ from zatile.sim.state import MemoryFault
 from zatile.sw.abi import constants as c
 from zatile.sw.abi.layouts import (
     RT_SIGFRAME_MCONTEXT_OFFSET, RT_SIGFRAME_UC_OFFSET, SIZEOF_RT_SIGFRAME, FpsimdContext,
-    KernelSigaction, SigContext, SiginfoFault, SiginfoKill, SveContext, Tpidr2Context, UContext,
+    KernelSigaction, SigContext, SiginfoFault, SiginfoKill, StackT, SveContext, Tpidr2Context,
+    UContext,
     ZaContext, sve_sig_context_size, signed_long, sve_sig_regs_size, sve_vq_from_vl,
     za_sig_context_size, za_sig_regs_size,
 )
@@ -34,7 +35,12 @@ _IGNORED_SIGNALS = frozenset({c.SIGCHLD, c.SIGCONT, c.SIGURG, c.SIGWINCH})
 _STOP_SIGNALS = frozenset({c.SIGSTOP, c.SIGTSTP, c.SIGTTIN, c.SIGTTOU})
 _UNBLOCKABLE = (1 << (c.SIGKILL - 1)) | (1 << (c.SIGSTOP - 1))
 _PSR_TCO_BIT = 1 << 25
-_SS_ONSTACK, _SS_AUTODISARM, _MINSIGSTKSZ = 1, 1 << 31, 2048
+
+
+def _int32(flags: int) -> int:
+    """``ss_flags`` (kept unsigned, as the kernel's ``unsigned sas_ss_flags``) as the C int of
+    ``stack_t``."""
+    return flags - (1 << 32) if flags >> 31 & 1 else flags
 
 
 class SignalsMixin:
@@ -133,6 +139,8 @@ class SignalsMixin:
             if not self._setup_rt_frame(thread, pending, action):
                 self._force_sigsegv(thread, signo)
                 continue
+            if thread.sas_ss_flags & c.SS_AUTODISARM:          # signal_delivered
+                self._reset_altstack(thread)
             thread.blocked |= action.mask & ~_UNBLOCKABLE
             if not action.flags & c.SA_NODEFER:
                 thread.blocked |= 1 << (signo - 1)
@@ -165,7 +173,8 @@ class SignalsMixin:
             if streaming else b"",
             tpidr2=cpu.tpidr2, za_vl=fp.sme_vl,
             za_payload=self.ops.read_kernel(fp.sme_state, za_sig_regs_size(vq)) if za_on else b"",
-            siginfo=siginfo)
+            siginfo=siginfo,
+            altstack=(thread.sas_ss_sp, _int32(thread.sas_ss_flags), thread.sas_ss_size))
 
     def _setup_rt_frame(self, thread: Thread, pending: PendingSignal,
                         action: KernelSigaction) -> bool:
@@ -178,7 +187,7 @@ class SignalsMixin:
                                      za_vq=vq if fp.svcr & c.SVCR_ZA_MASK else 0)
         except FrameTooLarge:
             return False
-        sp_top = cpu.sp
+        sp_top = self._sigsp(thread, action, cpu.sp)
         next_frame = (sp_top - 16) & ~15
         frame = next_frame - layout.frame_size
         if frame < 0 or sp_top > TASK_SIZE:
@@ -206,6 +215,66 @@ class SignalsMixin:
         fp.svcr &= ~c.SVCR_ZA_MASK
         cpu.tpidr2 = 0
         return True
+
+    # ------------------------------------------------------------- the alternate stack
+    def sigaltstack(self, thread: Thread, new: int, old: int) -> int:
+        """Set (``new``) and/or get (``old``) the thread's alternate signal stack
+        (``stack_t``): -EPERM while running on it, -EINVAL for a bad mode, -ENOMEM below
+        :data:`~zatile.sw.abi.constants.MINSIGSTKSZ` (docs/abi.md, "Signal frames")."""
+        self._syscall_entry(thread)
+        request = None
+        if new:
+            raw = self._read_user(thread, new, StackT.SIZE)
+            if raw is None:
+                return -c.EFAULT
+            request = StackT.unpack(raw)
+        sp = thread.cpu.sp
+        previous = StackT(ss_sp=thread.sas_ss_sp, ss_size=thread.sas_ss_size,
+                          ss_flags=_int32(self._sas_ss_flags(thread, sp)
+                                          | thread.sas_ss_flags & c.SS_AUTODISARM))
+        error = self._do_sigaltstack(thread, request, sp) if request is not None else 0
+        if not error and old and not self._write_user(thread, old, previous.pack()):
+            return -c.EFAULT
+        return error
+
+    def _do_sigaltstack(self, thread: Thread, request: StackT, sp: int) -> int:
+        mode = request.ss_flags & ~c.SS_AUTODISARM & 0xFFFF_FFFF
+        if self._on_sig_stack(thread, sp):
+            return -c.EPERM
+        if mode not in (c.SS_DISABLE, c.SS_ONSTACK, 0):
+            return -c.EINVAL
+        base, size = request.ss_sp, request.ss_size
+        if mode == c.SS_DISABLE:
+            base = size = 0
+        elif size < c.MINSIGSTKSZ:
+            return -c.ENOMEM
+        thread.sas_ss_sp, thread.sas_ss_size = base, size
+        thread.sas_ss_flags = request.ss_flags & 0xFFFF_FFFF
+        return 0
+
+    @staticmethod
+    def _reset_altstack(thread: Thread) -> None:
+        """``sas_ss_reset``: no alternate stack."""
+        thread.sas_ss_sp = thread.sas_ss_size = 0
+        thread.sas_ss_flags = c.SS_DISABLE
+
+    @staticmethod
+    def _on_sig_stack(thread: Thread, sp: int) -> bool:
+        if thread.sas_ss_flags & c.SS_AUTODISARM:
+            return False        # by construction not on it (the handler disarmed it)
+        return sp > thread.sas_ss_sp and sp - thread.sas_ss_sp <= thread.sas_ss_size
+
+    def _sas_ss_flags(self, thread: Thread, sp: int) -> int:
+        if not thread.sas_ss_size:
+            return c.SS_DISABLE
+        return c.SS_ONSTACK if self._on_sig_stack(thread, sp) else 0
+
+    def _sigsp(self, thread: Thread, action: KernelSigaction, sp: int) -> int:
+        """Where a frame goes: the top of the alternate stack for an SA_ONSTACK handler when
+        one is set up and not in use, else below ``sp``."""
+        if action.flags & c.SA_ONSTACK and not self._sas_ss_flags(thread, sp):
+            return thread.sas_ss_sp + thread.sas_ss_size
+        return sp
 
     def kill(self, thread: Thread, pid: int, signo: int) -> int:
         """``kill(pid, sig)`` for pid > 0 (process groups are not modelled: -ESRCH)."""
@@ -379,11 +448,11 @@ class SignalsMixin:
             cpu.tpidr2 = Tpidr2Context.unpack(read(user.tpidr2, Tpidr2Context.SIZE)).tpidr2
         if user.za is not None:
             self._restore_za_context(thread, user.za, user.za_size, read)
+        # restore_altstack: uc_stack as sigaltstack would take it at the restored SP; only a
+        # fault reading it fails the sigreturn, its other errors are ignored.
         uc_stack = UContext.unpack(read(uc, UContext.SIZE))
-        if uc_stack.ss_flags & ~(c.SS_DISABLE | _SS_ONSTACK | _SS_AUTODISARM):
-            raise InvalidFrame("invalid uc_stack flags")
-        if not uc_stack.ss_flags & c.SS_DISABLE and uc_stack.ss_size < _MINSIGSTKSZ:
-            raise InvalidFrame("uc_stack smaller than MINSIGSTKSZ")
+        self._do_sigaltstack(thread, StackT(ss_sp=uc_stack.ss_sp, ss_flags=uc_stack.ss_flags,
+                                            ss_size=uc_stack.ss_size), cpu.sp)
 
     def _restore_za_context(self, thread: Thread, address: int, size: int, read) -> None:
         fp, ops = thread.fp, self.ops

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from zatile.sw.abi import constants as c
 from zatile.sw.abi.layouts import KernelSigaction
 from zatile.sw.abi.mm import AddressSpace
 
@@ -113,6 +114,11 @@ class Thread:
     #: ``clear_child_tid`` (CLONE_CHILD_CLEARTID, set_tid_address): zeroed and futex-woken
     #: when the thread exits.
     clear_child_tid: int = 0
+    #: The alternate signal stack (sigaltstack): base, size, and the flags last set
+    #: (SS_DISABLE when there is none).
+    sas_ss_sp: int = 0
+    sas_ss_size: int = 0
+    sas_ss_flags: int = c.SS_DISABLE
 
     @property
     def runnable(self) -> bool:

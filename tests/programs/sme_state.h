@@ -29,3 +29,9 @@ __attribute__((noinline)) static uint64_t busy(uint64_t steps) {
         x = x * 6364136223846793005ull + 1;
     return x;
 }
+
+static inline uint64_t read_svcr_sm(void) __arm_streaming_compatible {
+    uint64_t value;
+    __asm__ volatile("mrs %0, svcr" : "=r"(value));
+    return value & 1;
+}
