@@ -181,6 +181,8 @@ class GuestMemory(Memory):
         self.privileged = False
 
     def _add(self, start: int, end: int, prot: int) -> None:
+        if end <= start:
+            return
         self._remove(start, end)
         self._mappings.append((start, end, prot))
         self._mappings.sort()
@@ -206,12 +208,15 @@ class GuestMemory(Memory):
         """Whether any byte of ``[start, end)`` is mapped."""
         return any(low < end and start < high for low, high, _ in self._mappings)
 
+    def ranges(self) -> list[tuple[int, int, bool]]:
+        """(base, size, readable) of each mapping, in address order (never the scratch)."""
+        return [(start, end - start, bool(prot & PROT_READ))
+                for start, end, prot in self._mappings]
+
     @property
-    def regions(self) -> dict[int, np.ndarray]:
-        """Copies of the mapped ranges by start address (for core dumps and sigreturn's
-        fault report; never the scratch buffer)."""
-        return {start: np.frombuffer(bytes(self._uc.mem_read(start, end - start)), np.uint8)
-                for start, end, _ in self._mappings}
+    def mapped_bytes(self) -> int:
+        """The bytes of all mappings together (whether touched or not)."""
+        return sum(end - start for start, end, _ in self._mappings)
 
     def covered(self, start: int, end: int) -> bool:
         """Whether every byte of ``[start, end)`` is mapped (with any protection)."""
@@ -448,6 +453,12 @@ class HostCpu:
     def protect(self, address: int, size: int, prot: int) -> None:
         self.uc.mem_protect(address, size, self._uc_prot(prot))
         self.memory._add(address, address + size, prot)
+
+    def copy_memory_from(self, other: "HostCpu") -> None:
+        """Map everything ``other`` maps, with the same protections and contents (fork)."""
+        for start, end, prot in other.memory.mappings:
+            self.map(start, end - start, prot)
+            self.uc.mem_write(start, bytes(other.uc.mem_read(start, end - start)))
 
     @staticmethod
     def _uc_prot(prot: int) -> int:

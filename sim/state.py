@@ -104,6 +104,11 @@ class Memory:
         """Mapped regions by base address (the arrays are live views: do not resize)."""
         return dict(sorted(self._regions.items()))
 
+    def ranges(self) -> list[tuple[int, int, bool]]:
+        """(base, size, readable) of each mapped region, in address order, without copying
+        their contents."""
+        return [(base, data.size, True) for base, data in sorted(self._regions.items())]
+
     def _locate(self, address: int, length: int, write: bool) -> tuple[np.ndarray, int]:
         address &= MASK64
         for base, data in self._regions.items():

@@ -7,6 +7,8 @@ default time slice. Here:
   its execve of an aarch64 program needs binfmt_misc on the host): the model's output is
   checked against what Linux ≥ 6.16 prints by the rules of docs/abi.md;
 * the core dump of a real program killed in streaming mode;
+* hostile system calls (random numbers and arguments) and memory exhaustion: errors for the
+  program, never an exception or an unbounded allocation in the simulator;
 * preemption: the slices are short and random Here the slices are short and random (``Kernel.run(rng=...)``), so threads
 and processes are preempted at arbitrary host instructions, in the middle of the C library's
 locks and of their SME work, and the kernel's lazy ZA switching is exercised hundreds of times:
@@ -29,8 +31,9 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from tests.test_real_programs import FORK_OUTPUT, THREADS_OUTPUT, build, run_model
+from zatile.sw.abi import constants as c
 from zatile.sw.abi import engine_context
-from zatile.sw.abi.elf_process import load_elf_image
+from zatile.sw.abi.elf_process import GUEST_MEMORY_LIMIT, load_elf_image
 from zatile.sw.abi.kernel import Kernel
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.cli import main
@@ -137,6 +140,7 @@ def test_exec_quantum_and_kernel_stats(tmp_path, capfd):
     stats = json.loads(figures.read_text())
     assert stats["preemptions"] > 10 and stats["context_switches"] > 10
     assert stats["za_bytes_saved"] > 0 and stats["signals_delivered"] == 0
+    assert stats["sme_saves"] > 0 and stats["lazy_restores"] > 0
 
 
 def test_exec_rejects_a_bad_quantum(capsys):
@@ -145,3 +149,70 @@ def test_exec_rejects_a_bad_quantum(capsys):
     assert exit_.value.code == 2
     assert capsys.readouterr().err == "zatile: error: argument --quantum: must be at least 1, " \
                                       "not 0\n"
+
+
+def test_hostile_system_calls_return_errors_and_never_crash_the_simulator():
+    """4,000 system calls with random numbers and arguments (pointers into the program's own
+    memory, the kernel's, and nowhere) from a real process: each returns a value or -errno,
+    or ends the process with a signal; the simulator never raises. A process that ended is
+    replaced by a new one."""
+    program = build("hello")
+    image = load_elf_image(program)
+    kernel = Kernel(EngineConfig(max_svl=256), host_quantum=5000)
+    rng = random.Random(2026)
+    interesting = [0, 1, 8, 16, 0x1000, 0x7FFF_FFFF, 0xFFFF_FFFF, 1 << 63, (1 << 64) - 1,
+                   0xFFFF_0000_0000_0000, image.entry]
+
+    def new_thread():
+        process = kernel.spawn_elf(image, [str(program)], stdout=io.BytesIO(),
+                                   stderr=io.BytesIO())
+        return process.threads[0]
+
+    thread = new_thread()
+    for _ in range(4000):
+        if not thread.runnable:
+            thread = new_thread()
+        stack = thread.cpu.sp
+        number = rng.choice([rng.randrange(0, 300), rng.choice(
+            [56, 63, 64, 66, 96, 98, 129, 132, 134, 135, 139, 167, 214, 215, 220, 222, 226, 260,
+             117, 221, 101, 113, 278])])
+        if number in (93, 94):                       # exit: replaced by the next process
+            number = 172
+        arguments = [rng.choice([rng.choice(interesting), stack - rng.randrange(0, 4096),
+                                 rng.getrandbits(64)]) for _ in range(6)]
+        thread.cpu.x[8] = number
+        thread.cpu.x[:6] = arguments
+        kernel._switch_to(thread)
+        kernel._host_syscall(thread)
+        if thread.runnable:
+            result = thread.cpu.x[0]
+            assert result < 1 << 64
+        kernel._interrupt_sleepers()
+        for waiting in kernel.threads.values():   # no clock: wake sleepers to keep going
+            waiting.waiting = None
+
+
+def test_guest_memory_is_bounded():
+    """mmap, brk and fork past GUEST_MEMORY_LIMIT (all processes together) fail with ENOMEM,
+    so a program cannot make the simulator allocate the host's memory."""
+    program = build("hello")
+    kernel = Kernel(EngineConfig(max_svl=128))
+    thread = kernel.spawn_elf(load_elf_image(program), [str(program)], stdout=io.BytesIO(),
+                              stderr=io.BytesIO()).threads[0]
+
+    def call(number, *arguments):
+        thread.cpu.x[8] = number
+        thread.cpu.x[:len(arguments)] = list(arguments)
+        kernel._switch_to(thread)
+        kernel._host_syscall(thread)
+        result = thread.cpu.x[0]
+        return result - (1 << 64) if result >> 63 else result
+
+    mmap, brk, clone, prot_rw, anonymous = 222, 214, 220, 3, 0x22
+    assert call(mmap, 0, GUEST_MEMORY_LIMIT, prot_rw, anonymous, -1, 0) == -c.ENOMEM
+    assert call(mmap, 0, GUEST_MEMORY_LIMIT // 2, prot_rw, anonymous, -1, 0) > 0
+    assert call(clone, c.SIGCHLD, 0, 0, 0, 0) == -c.ENOMEM      # the copy would not fit
+    assert call(mmap, 0, GUEST_MEMORY_LIMIT // 2, prot_rw, anonymous, -1, 0) == -c.ENOMEM
+    top = call(brk, 0)
+    assert call(brk, top + GUEST_MEMORY_LIMIT // 2) == top          # brk stays put
+    assert call(mmap, 0, 1 << 20, prot_rw, anonymous, -1, 0) > 0   # small ones still fit

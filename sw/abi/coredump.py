@@ -19,9 +19,13 @@ from zatile.sw.abi.layouts import (
 )
 from zatile.sw.abi.task import Process, Thread, ThreadState
 
-__all__ = ["CoreNote", "CoreSegment", "elf_core", "PAGE_SIZE", "CoreDumpsMixin"]
+__all__ = ["CoreNote", "CoreSegment", "elf_core", "PAGE_SIZE", "CORE_DUMP_LIMIT",
+           "CoreDumpsMixin"]
 
 PAGE_SIZE = 4096
+#: The most memory contents a core dump holds (RLIMIT_CORE-like): mappings past it are dumped
+#: as headers only (``p_filesz`` short of ``p_memsz``), as are unreadable ones.
+CORE_DUMP_LIMIT = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -42,11 +46,13 @@ class CoreNote:
 
 @dataclass(frozen=True)
 class CoreSegment:
-    """One mapping dumped as PT_LOAD."""
+    """One mapping dumped as PT_LOAD: its first ``len(data)`` bytes of ``size`` (by default
+    all of it)."""
 
     address: int
     data: bytes
     flags: int = c.PF_R | c.PF_W
+    size: int | None = None
 
 
 def elf_core(notes: list[CoreNote], segments: list[CoreSegment]) -> bytes:
@@ -67,7 +73,8 @@ def elf_core(notes: list[CoreNote], segments: list[CoreSegment]) -> bytes:
     for segment in segments:
         program_headers.append(Elf64Phdr(p_type=c.PT_LOAD, p_flags=segment.flags,
                                          p_offset=offset, p_vaddr=segment.address, p_paddr=0,
-                                         p_filesz=len(segment.data), p_memsz=len(segment.data),
+                                         p_filesz=len(segment.data),
+                                         p_memsz=segment.size or len(segment.data),
                                          p_align=PAGE_SIZE))
         offset = round_up(offset + len(segment.data), PAGE_SIZE)
     image = bytearray(header.pack() + b"".join(p.pack() for p in program_headers) + notes_bytes)
@@ -117,6 +124,10 @@ class CoreDumpsMixin:
                 if isinstance(produced, bytes):
                     notes.append(CoreNote(regset.core_name, regset.note_type,
                                           produced[:regset.max_bytes]))
-        segments = [CoreSegment(base, bytes(data))
-                    for base, data in process.mm.memory.regions.items()]
+        segments, budget = [], CORE_DUMP_LIMIT
+        memory = process.mm.memory
+        for base, size, readable in memory.ranges():
+            dumped = min(size, budget) if readable else 0
+            budget -= dumped
+            segments.append(CoreSegment(base, bytes(memory.read(base, dumped)), size=size))
         return elf_core(notes, segments)

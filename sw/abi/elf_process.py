@@ -54,6 +54,10 @@ STACK_TOP = 0x0000_7FFF_FFFF_0000
 STACK_SIZE = 8 << 20
 #: Anonymous mmap()s are placed downwards from here.
 MMAP_TOP = 0x0000_7F00_0000_0000
+#: The bytes of mappings the processes of one model may hold together (RLIMIT_AS-like, for the
+#: simulator's sake: a hostile program cannot make it allocate the host's memory): mmap, brk
+#: and fork fail with ENOMEM past it.
+GUEST_MEMORY_LIMIT = 2 << 30
 #: The return address of :meth:`ElfProcess.call`: a page holding ``BRK #0x5A7``.
 RETURN_PAGE = 0x0000_7FFF_FFFF_F000
 _BRK_RETURN = 0xD420_B4E0            # brk #0x5a7
@@ -195,11 +199,14 @@ class ProcessResult:
     #: Simulated engine clock cycles and performance counters (the RTL backend only).
     engine_cycles: int | None = None
     engine_perf: dict | None = None
-    #: What the kernel model did (:func:`~zatile.sw.abi.host_tasks.run_program`): context
-    #: switches, preemptions at the end of a quantum, signals delivered to handlers, and the
-    #: bytes of ZA its save and restore sequences moved through the engine.
+    #: What the kernel model did (:func:`~zatile.sw.abi.runner.run_program`): context
+    #: switches, preemptions at the end of a quantum, saves of a thread's SME state from the
+    #: engine and lazy restores (at the thread's first engine instruction after a switch),
+    #: signals delivered to handlers, and the bytes of ZA its save and restore sequences moved.
     context_switches: int = 0
     preemptions: int = 0
+    sme_saves: int = 0
+    lazy_restores: int = 0
     signals_delivered: int = 0
     za_bytes_saved: int = 0
     za_bytes_restored: int = 0
@@ -213,6 +220,7 @@ class ProcessResult:
                    "engine_seconds": round(self.engine_seconds, 6),
                    "syscalls": self.syscalls, "v_transfers": self.v_transfers,
                    "context_switches": self.context_switches, "preemptions": self.preemptions,
+                   "sme_saves": self.sme_saves, "lazy_restores": self.lazy_restores,
                    "signals": self.signals_delivered + int(self.signal is not None),
                    "signals_delivered": self.signals_delivered,
                    "za_bytes_saved": self.za_bytes_saved,
@@ -231,7 +239,8 @@ class ProcessResult:
                    engine_cycles=figures.get("engine_cycles"),
                    engine_perf=figures.get("engine_perf"),
                    context_switches=figures["context_switches"],
-                   preemptions=figures["preemptions"],
+                   preemptions=figures["preemptions"], sme_saves=figures["sme_saves"],
+                   lazy_restores=figures["lazy_restores"],
                    signals_delivered=figures["signals_delivered"],
                    za_bytes_saved=figures["za_bytes_saved"],
                    za_bytes_restored=figures["za_bytes_restored"])
@@ -323,6 +332,9 @@ class ElfProcess(ProcfsMixin):
     files : ProcfsMixin, optional
         Whose files ``openat`` reaches (the kernel's, with its sysctl); this object's own by
         default.
+    memory_in_use : callable, optional
+        The bytes mapped by every process that shares :data:`GUEST_MEMORY_LIMIT` with this one
+        (the kernel's count); this process's own by default.
     """
 
     def __init__(self, image: ElfImage, argv: Sequence[str], envp: Sequence[str] = (),
@@ -330,7 +342,8 @@ class ElfProcess(ProcfsMixin):
                  engine_class: Callable[[EngineConfig, object], Engine] = ModelEngine,
                  stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
                  count_instructions: bool = False, cpu: HostCpu | None = None,
-                 files: ProcfsMixin | None = None):
+                 files: ProcfsMixin | None = None,
+                 memory_in_use: Callable[[], int] | None = None):
         self.image = image
         self.config = EngineConfig(max_svl=svl)
         self.lengths = SmeVectorLengths.from_config(self.config)
@@ -342,6 +355,7 @@ class ElfProcess(ProcfsMixin):
         self.cpu = cpu
         engine = cpu.engine
         self.files = files or self
+        self.memory_in_use = memory_in_use or (lambda: self.cpu.memory.mapped_bytes)
         self.sme_vl = svl // 8
         self.stdout = stdout if stdout is not None else sys.stdout.buffer
         self.stderr = stderr if stderr is not None else sys.stderr.buffer
@@ -809,7 +823,8 @@ class ElfProcess(ProcfsMixin):
         old = _page_up(self.brk)
         try:
             if new > old:
-                if self.cpu.memory.mapped(old, new):
+                if self.cpu.memory.mapped(old, new) \
+                        or new - old > GUEST_MEMORY_LIMIT - self.memory_in_use():
                     return self.brk
                 self.cpu.map(old, new - old, PROT_READ | PROT_WRITE)
             elif new < old:
@@ -826,7 +841,7 @@ class ElfProcess(ProcfsMixin):
         if not flags & map_anonymous:
             return -c.EBADF          # no files: every file descriptor is bad
         size = _page_up(length)
-        if size > 1 << 40:
+        if size > GUEST_MEMORY_LIMIT - self.memory_in_use():
             return -c.ENOMEM
         if flags & map_fixed:
             if address & (PAGE - 1) or address + size > STACK_TOP:
@@ -857,6 +872,8 @@ class ElfProcess(ProcfsMixin):
         if address & (PAGE - 1):
             return -c.EINVAL
         size = _page_up(length)
+        if size == 0:
+            return 0
         if not self.cpu.memory.covered(address, address + size):
             return -c.ENOMEM                   # Linux: a hole in the range, whatever the prot
         try:

@@ -39,7 +39,7 @@ from zatile.sim.host_cpu import (PROT_EXEC, PROT_READ, SIGILL, SIGSEGV, SIGTRAP,
                                  StopKind)
 from zatile.sim.state import MemoryFault
 from zatile.sw.abi import constants as c
-from zatile.sw.abi.elf_process import SYSCALL_NAMES, ElfImage, ElfProcess
+from zatile.sw.abi.elf_process import GUEST_MEMORY_LIMIT, SYSCALL_NAMES, ElfImage, ElfProcess
 from zatile.sw.abi.engine_context import _has_trait
 from zatile.sw.abi.layouts import SiginfoFault
 from zatile.sw.abi.mm import AddressSpace
@@ -155,9 +155,7 @@ class HostAddressSpace(AddressSpace):
         old = self.cpu
         cpu = HostCpu(lambda memory: old.engine, count_instructions=old.counting)
         cpu.syscall = old.syscall
-        for start, end, prot in old.memory.mappings:
-            cpu.map(start, end - start, prot)
-            cpu.write_memory(start, old.read_memory(start, end - start))
+        cpu.copy_memory_from(old)
         elf = copy.copy(self.elf)
         elf.cpu = cpu
         elf._files = {fd: copy.copy(file) for fd, file in self.elf._files.items()}
@@ -206,7 +204,8 @@ class HostTasksMixin:
         cpu = HostCpu(lambda memory: ThreadEngine(self), count_instructions=count_instructions)
         cpu.stop_at_syscalls()
         elf = ElfProcess(image, argv, envp, svl=8 * self.lengths.max_vl, stdout=stdout,
-                         stderr=stderr, cpu=cpu, files=self)
+                         stderr=stderr, cpu=cpu, files=self,
+                         memory_in_use=self._guest_memory_in_use)
         cpu.map(SIGRETURN_PAGE, _PAGE, PROT_READ | PROT_EXEC)
         cpu.write_memory(SIGRETURN_PAGE, _TRAMPOLINE)
         return HostAddressSpace(
@@ -224,6 +223,17 @@ class HostTasksMixin:
                                            old.cpu.counting)
         output = _ProcessOutput(process)
         return self._elf_address_space(image, argv, envp, output, output, False)
+
+    def _guest_memory_in_use(self) -> int:
+        """The bytes mapped by every live ELF process (an address space counts once)."""
+        spaces = {id(process.mm): process.mm for process in self.processes.values()
+                  if process.alive and isinstance(process.mm, HostAddressSpace)}
+        return sum(mm.memory.mapped_bytes for mm in spaces.values())
+
+    def _room_to_copy(self, mm: AddressSpace) -> bool:
+        """Whether fork may copy ``mm`` within :data:`GUEST_MEMORY_LIMIT`."""
+        return not isinstance(mm, HostAddressSpace) \
+            or mm.memory.mapped_bytes <= GUEST_MEMORY_LIMIT - self._guest_memory_in_use()
 
     # ------------------------------------------------------------------ one slice
     def _run_host(self, thread: Thread) -> None:

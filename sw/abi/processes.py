@@ -166,6 +166,8 @@ class ProcessesMixin:
         if (flags & c.CLONE_SIGHAND and not flags & c.CLONE_VM) or \
                 (flags & c.CLONE_THREAD and not flags & c.CLONE_SIGHAND):
             return -c.EINVAL
+        if not flags & c.CLONE_VM and not self._room_to_copy(thread.process.mm):
+            return -c.ENOMEM
         parent = thread.fp
         self._flush(thread)
         self.ops.sync_from_effective_state(parent)

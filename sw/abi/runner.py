@@ -71,5 +71,6 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
         stats.syscalls, host.v_pulls + host.v_pushes,
         process.mm.last_stop if signal is not None else None,
         engine_seconds=host.engine_seconds, context_switches=stats.context_switches,
-        preemptions=stats.preemptions, signals_delivered=stats.signals_delivered,
+        preemptions=stats.preemptions, sme_saves=stats.saves, lazy_restores=stats.restores,
+        signals_delivered=stats.signals_delivered,
         za_bytes_saved=stats.za_bytes_saved, za_bytes_restored=stats.za_bytes_restored)

@@ -375,8 +375,8 @@ class SignalsMixin:
         except (InvalidFrame, MemoryFault):
             # arm64_notify_segfault(regs->sp): the SP as far as the restore got.
             address = cpu.sp
-            mapped = any(base <= address < base + data.size
-                         for base, data in thread.process.mm.memory.regions.items())
+            mapped = any(base <= address < base + size
+                         for base, size, _ in thread.process.mm.memory.ranges())
             self._force_signal_inject(thread, c.SIGSEGV,
                                       c.SEGV_ACCERR if mapped else c.SEGV_MAPERR, address)
             return 0

@@ -168,7 +168,8 @@ def _cmd_exec(args) -> int:
             f"({result.host_instructions / seconds:,.0f} host/s, "
             f"{result.engine_instructions / seconds:,.0f} engine/s)\n"
             f"zatile: kernel: {result.context_switches} context switches "
-            f"({result.preemptions} at the end of a quantum), {result.signals_delivered} "
+            f"({result.preemptions} at the end of a quantum), {result.sme_saves} SME state "
+            f"saves and {result.lazy_restores} lazy restores, {result.signals_delivered} "
             f"signals delivered to handlers, {result.za_bytes_saved} bytes of ZA saved and "
             f"{result.za_bytes_restored} restored\n")
         if result.engine_cycles is not None:
