@@ -30,11 +30,13 @@ import pytest
 
 from elftools.elf.elffile import ELFFile
 
+from test_abi_common import DATA_BASE, load_za, pattern, store_za
 from tests.test_real_programs import FORK_OUTPUT, THREADS_OUTPUT, build, run_model
 from zatile.sw.abi import constants as c
 from zatile.sw.abi import engine_context
 from zatile.sw.abi.elf_process import GUEST_MEMORY_LIMIT, load_elf_image
 from zatile.sw.abi.kernel import Kernel
+from zatile.sw.abi.program import Call, Executable, Syscall
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.cli import main
 
@@ -216,3 +218,31 @@ def test_guest_memory_is_bounded():
     top = call(brk, 0)
     assert call(brk, top + GUEST_MEMORY_LIMIT // 2) == top          # brk stays put
     assert call(mmap, 0, 1 << 20, prot_rw, anonymous, -1, 0) > 0   # small ones still fit
+
+
+def test_step_programs_and_compiled_programs_share_the_engine():
+    """A Python-step program holding all of ZA and a compiled multi-threaded program run in one
+    kernel under random preemption: each keeps its own ZA."""
+    svl = 256
+    svl_b = svl // 8
+    za = pattern(svl_b * svl_b, seed=11)
+    kernel = Kernel(EngineConfig(max_svl=svl), host_quantum=3000)
+    kernel.sme_default_vl = svl_b
+    step_program = Executable({"main": [
+        "smstart za", *load_za(DATA_BASE, svl_b),
+        *[Syscall(c.NR_SCHED_YIELD)] * 40,
+        *store_za(DATA_BASE + len(za), svl_b),
+        Call(lambda context: context.syscall(
+            c.NR_EXIT_GROUP, int(context.read(DATA_BASE + len(za), len(za)) != za)))]},
+        data=za, data_size=2 * len(za))
+    kernel.install("/bin/za_holder", step_program)
+    holder = kernel.spawn("/bin/za_holder")
+    program = build("threads_za")
+    stdout = io.BytesIO()
+    compiled = kernel.spawn_elf(load_elf_image(program), [str(program)], stdout=stdout,
+                                stderr=io.BytesIO())
+    rng = random.Random(5)
+    while kernel.run(max_steps=1 << 40, quantum=4, rng=rng):
+        pass
+    assert (holder.exit_code, compiled.exit_code, stdout.getvalue()) == (0, 0, THREADS_OUTPUT)
+    assert kernel.stats.za_bytes_restored > 4 * len(za)
