@@ -15,12 +15,6 @@
 #define PR_SME_SET_VL_ONEXEC (1 << 18)
 #endif
 
-static uint64_t read_svcr(void) {
-    uint64_t value;
-    __asm__ volatile("mrs %0, svcr" : "=r"(value));
-    return value;
-}
-
 static uint64_t read_tpidr2(void) {
     uint64_t value;
     __asm__ volatile("mrs %0, tpidr2_el0" : "=r"(value));

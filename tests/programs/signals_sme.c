@@ -8,12 +8,13 @@
 // * SA_RESETHAND, a blocked signal delivered when sigprocmask unblocks it, and a handler
 //   interrupted by another signal (nested frames).
 #define _GNU_SOURCE
-#include <arm_sme.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <ucontext.h>
+
+#include "sme_state.h"
 
 // The frame records (Linux's asm/sigcontext.h; musl's headers have only some of them).
 #define SVE_RECORD 0x53564501u
@@ -28,13 +29,6 @@ struct za_record { struct record head; uint16_t vl, reserved[3]; };
 struct extra_record { struct record head; uint64_t data; uint32_t size, reserved[3]; };
 
 static volatile uint64_t bad_address = 24;       // unmapped: page zero
-static volatile uint32_t first_row;              // 0, unknown to the compiler
-
-static uint64_t read_svcr(void) {
-    uint64_t value;
-    __asm__ volatile("mrs %0, svcr" : "=r"(value));
-    return value;
-}
 
 // ----------------------------------------------------------------------- raise with ZA live
 static volatile uint64_t svcr_in_usr1 = 99;
@@ -42,22 +36,6 @@ static volatile uint64_t svcr_in_usr1 = 99;
 static void on_usr1(int signal) {
     (void)signal;
     svcr_in_usr1 = read_svcr();
-}
-
-static void fill_za(uint32_t seed) __arm_streaming __arm_inout("za") {
-    svbool_t all = svptrue_b32();
-    for (uint32_t row = first_row; row < svcntw(); row++)
-        svwrite_hor_za32_u32_m(0, row, all, svindex_u32(seed + 100 * row, 3));
-}
-
-static int za_is(uint32_t seed) __arm_streaming __arm_inout("za") {
-    svbool_t all = svptrue_b32();
-    int same = 1;
-    for (uint32_t row = first_row; row < svcntw(); row++) {
-        svuint32_t slice = svread_hor_za32_u32_m(svdup_u32(0), all, 0, row);
-        same &= !svptest_any(all, svcmpne_u32(all, slice, svindex_u32(seed + 100 * row, 3)));
-    }
-    return same;
 }
 
 __arm_new("za") static int za_across_raise(void) {

@@ -1,5 +1,6 @@
-// ZA helpers shared by the multi-thread and multi-process programs: fill ZA0.S with a pattern
-// made from a seed, check it, and burn host instructions so that time slices end mid-way.
+// SME state helpers shared by the programs of the kernel model's features: fill ZA0.S with a
+// pattern made from a seed, check it, read SVCR, and burn host instructions so that time slices
+// end mid-way.
 #include <arm_sme.h>
 #include <stdint.h>
 
@@ -30,8 +31,9 @@ __attribute__((noinline)) static uint64_t busy(uint64_t steps) {
     return x;
 }
 
-static inline uint64_t read_svcr_sm(void) __arm_streaming_compatible {
+// SVCR: bit 0 PSTATE.SM, bit 1 PSTATE.ZA.
+static inline uint64_t read_svcr(void) __arm_streaming_compatible {
     uint64_t value;
     __asm__ volatile("mrs %0, svcr" : "=r"(value));
-    return value & 1;
+    return value;
 }
