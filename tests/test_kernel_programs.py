@@ -246,3 +246,22 @@ def test_step_programs_and_compiled_programs_share_the_engine():
         pass
     assert (holder.exit_code, compiled.exit_code, stdout.getvalue()) == (0, 0, THREADS_OUTPUT)
     assert kernel.stats.za_bytes_restored > 4 * len(za)
+
+
+def test_an_unimplemented_system_call_is_enosys_with_one_warning_naming_it():
+    program = build("hello")
+    kernel = Kernel(EngineConfig(max_svl=128))
+    stderr = io.BytesIO()
+    thread = kernel.spawn_elf(load_elf_image(program), [str(program)], stdout=io.BytesIO(),
+                              stderr=stderr).threads[0]
+    results = []
+    for number in (198, 198, 1000):                   # socket, twice; a number arm64 lacks
+        thread.cpu.x[8] = number
+        kernel._switch_to(thread)
+        kernel._host_syscall(thread)
+        results.append(thread.cpu.x[0] - (1 << 64))
+    assert results == [-c.ENOSYS] * 3
+    assert stderr.getvalue().decode().splitlines() == [
+        "zatile: warning: system call 198 (socket) is not implemented (returns -ENOSYS)",
+        "zatile: warning: system call 1000 (unknown to arm64) is not implemented (returns "
+        "-ENOSYS)"]

@@ -13,7 +13,8 @@ process with one thread and no signal delivery to handlers (a synchronous signal
 of itself ends it with the default action): the Python API that calls a program's exported
 functions (:meth:`ElfProcess.call`, for ``zatile.sw.ops`` and tests).
 
-System calls not listed in :data:`SYSCALL_NAMES` return -ENOSYS and print one warning line
+A system call is served by the method ``sys_<name>`` (the names of
+:data:`zatile.sw.abi.constants.SYSCALLS`); any other returns -ENOSYS and prints one warning line
 naming the call (once per call number).
 """
 
@@ -45,8 +46,7 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import MASK64, SVCR_ZA
 from zatile.sw.arch.engine import Engine
 
-__all__ = ["ExecError", "ElfImage", "load_elf_image", "ElfProcess", "ProcessResult",
-           "SYSCALL_NAMES"]
+__all__ = ["ExecError", "ElfImage", "load_elf_image", "ElfProcess", "ProcessResult"]
 
 PAGE = 0x1000
 #: Top of the main thread's stack, and its size.
@@ -74,18 +74,6 @@ AT_SECURE, AT_RANDOM, AT_HWCAP2, AT_EXECFN = 23, 25, 26, 31
 # CPUID (MRS of ID registers is emulated).
 HWCAP_A72 = 0x8FB
 
-# The arm64 system call numbers served here.
-SYSCALL_NAMES = {
-    29: "ioctl", 56: "openat", 57: "close", 62: "lseek", 63: "read", 64: "write",
-    65: "readv", 66: "writev",
-    93: "exit", 94: "exit_group", 96: "set_tid_address", 99: "set_robust_list",
-    101: "nanosleep", 113: "clock_gettime", 123: "sched_getaffinity", 124: "sched_yield",
-    129: "kill", 130: "tkill",
-    131: "tgkill", 134: "rt_sigaction", 135: "rt_sigprocmask", 160: "uname", 167: "prctl",
-    172: "getpid", 173: "getppid", 174: "getuid", 175: "geteuid", 176: "getgid",
-    177: "getegid", 178: "gettid", 214: "brk", 215: "munmap", 222: "mmap", 226: "mprotect",
-    233: "madvise", 261: "prlimit64", 278: "getrandom",
-}
 
 _PID = 1000
 _AT_FDCWD = 0xFFFF_FF9C                 # -100 as a 32-bit int
@@ -545,7 +533,7 @@ class ElfProcess(ProcfsMixin):
         self.syscalls += 1
         number = cpu.x(8)
         arguments = [cpu.x(n) for n in range(6)]
-        handler = getattr(self, f"sys_{SYSCALL_NAMES.get(number, '')}", None)
+        handler = self.handler(number)
         if handler is None:
             result = self.unimplemented(number)
         else:
@@ -556,12 +544,18 @@ class ElfProcess(ProcfsMixin):
         if result is not None:
             cpu.set_x(0, result)
 
+    def handler(self, number: int):
+        """The method serving system call ``number``, or None."""
+        name = c.SYSCALLS.get(number)
+        return getattr(self, f"sys_{name}", None) if name else None
+
     def unimplemented(self, number: int) -> int:
         """-ENOSYS for system call ``number``, with one warning line on stderr the first time."""
         if number not in self._warned:
             self._warned.add(number)
-            self.stderr.write(f"zatile: warning: system call {number} is not implemented "
-                              f"(returns -ENOSYS)\n".encode())
+            name = c.SYSCALLS.get(number, "unknown to arm64")
+            self.stderr.write(f"zatile: warning: system call {number} ({name}) is not "
+                              f"implemented (returns -ENOSYS)\n".encode())
         return -c.ENOSYS
 
     def _read(self, address: int, length: int) -> bytes:

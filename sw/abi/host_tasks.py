@@ -39,7 +39,7 @@ from zatile.sim.host_cpu import (PROT_EXEC, PROT_READ, SIGILL, SIGSEGV, SIGTRAP,
                                  StopKind)
 from zatile.sim.state import MemoryFault
 from zatile.sw.abi import constants as c
-from zatile.sw.abi.elf_process import GUEST_MEMORY_LIMIT, SYSCALL_NAMES, ElfImage, ElfProcess
+from zatile.sw.abi.elf_process import GUEST_MEMORY_LIMIT, ElfImage, ElfProcess
 from zatile.sw.abi.engine_context import _has_trait
 from zatile.sw.abi.layouts import SiginfoFault
 from zatile.sw.abi.mm import AddressSpace
@@ -294,8 +294,7 @@ class HostTasksMixin:
             return
         self._syscall_entry(thread)
         elf = thread.process.mm.elf
-        name = SYSCALL_NAMES.get(number)
-        handler = getattr(elf, f"sys_{name}", None) if name else None
+        handler = elf.handler(number)
         if handler is None:
             result = elf.unimplemented(number)
         else:
