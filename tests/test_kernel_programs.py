@@ -41,6 +41,16 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.sw.cli import main
 
 
+def system_call(kernel: Kernel, thread, number: int, *arguments: int) -> int:
+    """``SVC #0`` of ``thread`` with X8 = ``number`` and X0.. = ``arguments``: X0, signed."""
+    thread.cpu.x[8] = number
+    thread.cpu.x[:len(arguments)] = [argument & ((1 << 64) - 1) for argument in arguments]
+    kernel._switch_to(thread)
+    kernel._host_syscall(thread)
+    result = thread.cpu.x[0]
+    return result - (1 << 64) if result >> 63 else result
+
+
 def run_preempted(name: str, svl: int, quantum: int, seed: int):
     """(process, stdout, kernel) after running ``name`` with random slices of 1..quantum host
     instructions and a random choice of the next thread."""
@@ -203,12 +213,7 @@ def test_guest_memory_is_bounded():
                               stderr=io.BytesIO()).threads[0]
 
     def call(number, *arguments):
-        thread.cpu.x[8] = number
-        thread.cpu.x[:len(arguments)] = list(arguments)
-        kernel._switch_to(thread)
-        kernel._host_syscall(thread)
-        result = thread.cpu.x[0]
-        return result - (1 << 64) if result >> 63 else result
+        return system_call(kernel, thread, number, *arguments)
 
     mmap, brk, clone, prot_rw, anonymous = 222, 214, 220, 3, 0x22
     assert call(mmap, 0, GUEST_MEMORY_LIMIT, prot_rw, anonymous, -1, 0) == -c.ENOMEM
@@ -254,14 +259,23 @@ def test_an_unimplemented_system_call_is_enosys_with_one_warning_naming_it():
     stderr = io.BytesIO()
     thread = kernel.spawn_elf(load_elf_image(program), [str(program)], stdout=io.BytesIO(),
                               stderr=stderr).threads[0]
-    results = []
-    for number in (198, 198, 1000):                   # socket, twice; a number arm64 lacks
-        thread.cpu.x[8] = number
-        kernel._switch_to(thread)
-        kernel._host_syscall(thread)
-        results.append(thread.cpu.x[0] - (1 << 64))
+    results = [system_call(kernel, thread, number)      # socket, twice; a number arm64 lacks
+               for number in (198, 198, 1000)]
     assert results == [-c.ENOSYS] * 3
     assert stderr.getvalue().decode().splitlines() == [
         "zatile: warning: system call 198 (socket) is not implemented (returns -ENOSYS)",
         "zatile: warning: system call 1000 (unknown to arm64) is not implemented (returns "
         "-ENOSYS)"]
+
+
+def test_sched_getaffinity_reports_the_one_cpu():
+    program = build("hello")
+    kernel = Kernel(EngineConfig(max_svl=128))
+    thread = kernel.spawn_elf(load_elf_image(program), [str(program)], stdout=io.BytesIO(),
+                              stderr=io.BytesIO()).threads[0]
+    mask = thread.cpu.sp - 64
+    for tid, size, expected in ((0, 128, 8), (thread.tid, 8, 8), (4242, 8, -c.ESRCH),
+                                (0, 4, -c.EINVAL), (0, 8, 8)):
+        assert system_call(kernel, thread, c.NR_SCHED_GETAFFINITY, tid, size, mask) == expected
+    assert thread.process.mm.cpu.read_memory(mask, 8) == (1).to_bytes(8, "little")
+    assert system_call(kernel, thread, c.NR_SCHED_GETAFFINITY, 0, 8, 16) == -c.EFAULT

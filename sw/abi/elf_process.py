@@ -728,14 +728,6 @@ class ElfProcess(ProcfsMixin):
 
     sys_geteuid = sys_getgid = sys_getegid = sys_getuid
 
-    def sys_sched_getaffinity(self, pid, size, mask, *_):
-        if pid not in (0, _PID):
-            return -c.ESRCH
-        if size < 8 or size & 7:
-            return -c.EINVAL
-        self._write(mask, (1).to_bytes(8, "little"))       # one CPU
-        return 8
-
     def sys_sched_yield(self, *_):
         return 0
 

@@ -298,6 +298,7 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
             c.NR_CLONE: (self.clone, 5), c.NR_EXECVE: (self.execve, 3),
             c.NR_FUTEX: (self.futex, 6), c.NR_WAIT4: (self.wait4, 4),
             c.NR_SET_TID_ADDRESS: (self.set_tid_address, 1), c.NR_GETPPID: (self.getppid, 0),
+            c.NR_SCHED_GETAFFINITY: (self.sched_getaffinity, 3),
         }
 
 
@@ -464,6 +465,16 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
     def gettid(self, thread: Thread) -> int:
         self._syscall_entry(thread)
         return thread.tid
+
+    def sched_getaffinity(self, thread: Thread, tid: int, size: int, mask: int) -> int:
+        """The CPUs ``tid`` (0: the caller) may run on: the one CPU, as an 8-byte mask."""
+        self._syscall_entry(thread)
+        target = self.threads.get(tid) if tid else thread
+        if target is None or target.state is not ThreadState.RUNNABLE:
+            return -c.ESRCH
+        if size < 8 or size & 7:
+            return -c.EINVAL
+        return 8 if self._write_user(thread, mask, (1).to_bytes(8, "little")) else -c.EFAULT
 
     def sched_yield(self, thread: Thread) -> int:
         self._syscall_entry(thread)
