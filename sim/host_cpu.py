@@ -296,7 +296,7 @@ class Stop:
     #: The faulting data address (SIGSEGV) or the instruction's address (SIGILL, SIGTRAP).
     address: int = 0
     detail: str = ""
-    #: A SIGSEGV of a store (or of a fetch, which is never a write).
+    #: Whether a SIGSEGV came from a store (False for loads and instruction fetches).
     write: bool = False
 
 
@@ -358,19 +358,19 @@ class _FpRegisters:
 
     @property
     def fpsr(self) -> int:
-        return self._uc.reg_read(a64.UC_ARM64_REG_FPSR)
+        return self._cpu.fpsr
 
     @fpsr.setter
     def fpsr(self, value: int) -> None:
-        self._uc.reg_write(a64.UC_ARM64_REG_FPSR, value)
+        self._cpu.fpsr = value
 
     @property
     def nzcv(self) -> int:
-        return self._uc.reg_read(a64.UC_ARM64_REG_NZCV) >> 28 & 0xF
+        return self._cpu.nzcv
 
     @nzcv.setter
     def nzcv(self, value: int) -> None:
-        self._uc.reg_write(a64.UC_ARM64_REG_NZCV, value << 28)
+        self._cpu.nzcv = value
 
 
 @dataclass
