@@ -20,6 +20,7 @@ naming the call (once per call number).
 
 from __future__ import annotations
 
+import copy
 import io
 import random
 import struct
@@ -413,6 +414,15 @@ class ElfProcess(ProcfsMixin):
         cursor = (cursor - 8 * len(words)) & ~15
         self.cpu.write_memory(cursor, struct.pack(f"<{len(words)}Q", *words))
         return cursor
+
+    def forked(self, cpu: HostCpu) -> "ElfProcess":
+        """fork's copy of this process on ``cpu`` (which has a copy of the memory): the same
+        brk and mmap cursor, a copy of the open files and their offsets."""
+        child = copy.copy(self)
+        child.cpu = cpu
+        child._files = {fd: copy.copy(file) for fd, file in self._files.items()}
+        child._warned = set(self._warned)
+        return child
 
     # ------------------------------------------------------------------ running
     def run(self) -> ProcessResult:

@@ -29,7 +29,6 @@ the kernel's own instruction stepper does.
 
 from __future__ import annotations
 
-import copy
 import io
 import struct
 from dataclasses import dataclass
@@ -60,14 +59,10 @@ _TRAMPOLINE = struct.pack("<II", 0xD280_0008 | c.NR_RT_SIGRETURN << 5,    # movz
                           0xD400_0001)                                # svc #0
 _PAGE = 0x1000
 
-#: The system calls the kernel itself serves for ELF processes; the others go to the
-#: process's :class:`~zatile.sw.abi.elf_process.ElfProcess` (memory, files, identity, time).
-_KERNEL_CALLS = frozenset({
-    c.NR_EXIT, c.NR_EXIT_GROUP, c.NR_NANOSLEEP, c.NR_PTRACE, c.NR_SCHED_YIELD, c.NR_KILL,
-    c.NR_TKILL, c.NR_TGKILL, c.NR_RT_SIGACTION, c.NR_RT_SIGPROCMASK, c.NR_RT_SIGRETURN,
-    c.NR_SIGALTSTACK,
-    c.NR_PRCTL, c.NR_GETPID, c.NR_GETTID, c.NR_CLONE, c.NR_EXECVE, c.NR_FUTEX, c.NR_WAIT4,
-    c.NR_SET_TID_ADDRESS, c.NR_GETPPID, c.NR_SCHED_GETAFFINITY})
+#: The kernel's system calls that an ELF process's
+#: :class:`~zatile.sw.abi.elf_process.ElfProcess` serves instead: ``write`` reaches its file
+#: descriptors (the kernel's own captures a step program's output).
+_PROCESS_CALLS = frozenset({c.NR_WRITE})
 
 
 class _ProcessOutput(io.RawIOBase):
@@ -156,11 +151,8 @@ class HostAddressSpace(AddressSpace):
         cpu = HostCpu(lambda memory: old.engine, count_instructions=old.counting)
         cpu.syscall = old.syscall
         cpu.copy_memory_from(old)
-        elf = copy.copy(self.elf)
-        elf.cpu = cpu
-        elf._files = {fd: copy.copy(file) for fd, file in self.elf._files.items()}
         return HostAddressSpace(memory=cpu.memory, symbols=dict(self.symbols), cpu=cpu,
-                                elf=elf)
+                                elf=self.elf.forked(cpu))
 
 
 class HostTasksMixin:
@@ -287,9 +279,10 @@ class HostTasksMixin:
         self._write_fp_status(thread, "fpcr", cpu.fpcr)
 
     def _host_syscall(self, thread: Thread) -> None:
-        """``SVC #0`` of an ELF thread: the kernel's own calls, or its process's."""
+        """``SVC #0`` of an ELF thread: the kernel's own calls (its system-call table), or its
+        process's (memory, files, identity, time)."""
         number = thread.cpu.x[8]
-        if number in _KERNEL_CALLS:
+        if number in self._syscalls and number not in _PROCESS_CALLS:
             self._svc(thread)
             return
         self._syscall_entry(thread)
