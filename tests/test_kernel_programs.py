@@ -279,3 +279,12 @@ def test_sched_getaffinity_reports_the_one_cpu():
         assert system_call(kernel, thread, c.NR_SCHED_GETAFFINITY, tid, size, mask) == expected
     assert thread.process.mm.cpu.read_memory(mask, 8) == (1).to_bytes(8, "little")
     assert system_call(kernel, thread, c.NR_SCHED_GETAFFINITY, 0, 8, 16) == -c.EFAULT
+
+
+def test_a_program_that_can_never_finish_is_killed_with_a_warning():
+    """Linux would wait for ever (QEMU too, so this runs on the model only)."""
+    status, output, errors, _ = run_model(build("deadlock"), svl=128)
+    assert (status, output) == (128 + c.SIGKILL, b"locking twice\n")
+    assert errors.decode().splitlines() == [
+        "zatile: warning: every thread left (process 1) waits with nothing to wake it: killed "
+        "with SIGKILL"]

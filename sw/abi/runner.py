@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Sequence
 
 from zatile.sim.engine import ModelEngine
+from zatile.sw.abi import constants as c
 from zatile.sw.abi.elf_process import ProcessResult, load_elf_image
 from zatile.sw.abi.host_tasks import DEFAULT_HOST_QUANTUM
 from zatile.sw.abi.kernel import Kernel
@@ -29,7 +30,9 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
                 quantum: int | None = None) -> ProcessResult:
     """Load a static aarch64 program and run it as the first process of a new kernel model
     (its threads and children too) until every thread has ended; ``argv[0]`` is the path
-    unless given.
+    unless given. When every thread left sleeps (or is stopped) with nothing that could wake
+    it, the processes are killed with SIGKILL and one warning line says so (Linux would wait
+    for ever).
 
     Parameters
     ----------
@@ -55,13 +58,19 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
     kernel.sme_default_vl = svl // 8
     arguments = list(argv) or [str(path)]
     envp = list(environment) if environment is not None else ["PATH=/bin", "HOME=/"]
+    errors = stderr if stderr is not None else sys.stderr.buffer
     process = kernel.spawn_elf(image, arguments, envp,
                                stdout=stdout if stdout is not None else sys.stdout.buffer,
-                               stderr=stderr if stderr is not None else sys.stderr.buffer,
-                               count_instructions=count_instructions)
+                               stderr=errors, count_instructions=count_instructions)
     start = time.perf_counter()
-    while kernel.run(max_steps=1 << 62):
-        pass
+    kernel.run(max_steps=1 << 62)
+    stuck = [stuck for stuck in kernel.processes.values() if stuck.alive]
+    if stuck:
+        errors.write(f"zatile: warning: every thread left (process "
+                     f"{', '.join(str(each.pid) for each in stuck)}) waits with nothing to wake "
+                     f"it: killed with SIGKILL\n".encode())
+        for each in stuck:
+            kernel._kill_process(each, c.SIGKILL, None)
     elapsed = time.perf_counter() - start
     stats, host = kernel.stats, process.mm.cpu.stats
     signal = process.exit_signal
