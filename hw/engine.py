@@ -28,7 +28,7 @@ Control block (inputs, change only while ``idle``)
     Z, P, FFR and every ZA context.
 Status outputs
     ``svcr`` (PSTATE.SM, PSTATE.ZA), ``svl_bytes``, ``id_aa64smfr0`` (ID_AA64SMFR0_EL1 of the
-    configuration), ``idle`` (no instruction in the engine and no outer product in flight).
+    configuration), ``idle`` (no instruction in either queue and no outer product in flight).
 ``debug_addr`` / ``debug_data``
     Read-only backdoor: ``debug_data`` shows the ZA row, Z, P or FFR register that
     ``debug_addr`` selected one cycle earlier (meaningful while idle).
@@ -37,26 +37,33 @@ Status outputs
 
 Execution
 ---------
-Instructions are dispatched in order from a one-instruction dispatch stage ``d_``. A trap is
-decided there from the decoder and PSTATE and changes nothing. Single-cycle instructions
-(state control, predicate set-up and scalar operations, MOVA, ZERO) complete in their dispatch
-cycle; the vector unit's (:mod:`zatile.hw.vector`) take the operands read in the dispatch cycle
-and wait there for the unit's result (a cycle or more later), which is written as they complete;
-memory instructions hold the dispatch stage until the load/store unit finishes (LD2-4/ST2-4: until
-the structure sequencer, :mod:`zatile.hw.structure`, has moved every register); outer products
-and ADDHA/ADDVA are handed to their array and complete (result OK) in the cycle the array
-accepts them, one per cycle. The arrays capture Z and P operands at acceptance, so later
-instructions may overwrite them at once. ZA hazards are resolved by the interlock
+Instructions are routed in order from the issue port to the load queue (vector and predicate
+loads legal when routed, :mod:`zatile.hw.load_queue`) or to the execution queue (everything
+else); results leave in program order (docs/architecture.md, "Decoupled execution"). The oldest
+execution-queue instruction is dispatched from stage ``d_`` once every older load has its result.
+A trap is decided there from the decoder and PSTATE and changes nothing. Single-cycle
+instructions (state control, predicate set-up and scalar operations, MOVA, ZERO) complete in
+their dispatch cycle; the vector unit's (:mod:`zatile.hw.vector`) take the operands read in the
+dispatch cycle and wait there for the unit's result (a cycle or more later), which is written as
+they complete; memory instructions of the execution queue hold the dispatch stage until the
+load/store unit finishes (LD2-4/ST2-4: until the structure sequencer, :mod:`zatile.hw.structure`,
+has moved every register); outer products and ADDHA/ADDVA are handed to their array and complete
+(result OK) in the cycle the array accepts them, one per cycle. The arrays capture Z and P
+operands at acceptance, so later instructions may overwrite them at once. Loads of the load queue
+run in the load/store unit beside all this, several in flight, each once the execution-queue
+instructions it depends on have completed (:mod:`zatile.hw.register_scoreboard`), and write their
+register as they complete. ZA hazards are resolved by the interlock
 (:mod:`zatile.hw.za_interlock`) on the ZA row groups (row mod 8) the arrays have in flight: an
 instruction that reads or writes ZA rows an outer product will still write waits for it, an outer
 product waits for the other array's overlapping operations, and SVCR writes wait for both
-arrays to drain.
+arrays to drain; nothing is routed behind an SVCR write until it has completed.
 """
 
 from __future__ import annotations
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
@@ -67,10 +74,12 @@ from zatile.hw.decoder import NO_SLOT, Decoder, Op, check_known_params, ops_of
 from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
 from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
 from zatile.hw.library import ModuleLibrary
+from zatile.hw.load_queue import LoadQueue, index_width
 from zatile.hw.lsu import (MEMORY_OPS, STRUCTURE_OPS, ControlSignature, LoadStoreUnit,
                            MemRequestLayout, MemResponseLayout)
 from zatile.hw.perf_counters import PerfCounters, PerfLayout
 from zatile.hw.regfile import RegisterFile
+from zatile.hw.register_scoreboard import RegisterScoreboard
 from zatile.hw.state_control import StateControl, Status
 from zatile.hw.structure import StructureAccess
 from zatile.hw.sve_unit import SVE_OPS, StreamingSveUnit
@@ -112,6 +121,12 @@ _FLAG_SETTERS = ops_of(Trait.SETS_FLAGS)
 #: Loads that write the Z register ``Zt`` with the load/store unit's data.
 _VECTOR_LOADS = (Op.LD1_CONTIGUOUS, Op.LDNT1_CONTIGUOUS, Op.LD1_SIGNED, Op.LD1_REPLICATE,
                  Op.LD1RQ)
+#: The loads routed to the load queue (when legal): they write only a Z or P register.
+DECOUPLED_LOADS = (*_VECTOR_LOADS, Op.LDR_REGISTER)
+#: Decoded fields naming Z registers, P registers, and P registers an instruction may write.
+_Z_FIELDS = ("zn", "zd", "zm", "zt", "zdn", "zda", "za", "vd", "vn", "vm", "vdn")
+_P_FIELDS = ("pg", "pm", "pn", "pd", "pt", "pdn", "pv", "pdm")
+_P_WRITTEN_FIELDS = ("pd", "pdn", "pdm")
 #: Every operation the engine performs: every one of the table (``tests/test_tb_engine.py``
 #: checks that none is left out; the decoder would make the forms of one left out UNDEF).
 IMPLEMENTED_OPS = frozenset((*FP_OPS, *_INT_OPS, *_SLICE_OPS, *_SVCR_WRITERS, *SVE_OPS, *VECTOR_OPS,
@@ -123,6 +138,13 @@ check_known_params(IMPLEMENTED_OPS)
 
 def _one_of(value, members) -> object:
     return Cat(value == member for member in members).any()
+
+
+def _or_all(values) -> object:
+    result = Const(0)
+    for value in values:
+        result = result | value
+    return result
 
 
 def _first_present(present, fields, names: tuple[str, ...]):
@@ -212,23 +234,93 @@ class ZaTileEngine(ConfigComponent):
             m.d.comb += [state.context.eq(self.za_context), za.context.eq(self.za_context)]
         svl_mask = state.svl_mask
 
-        # ---- d: the instruction being dispatched
+        # ---- routing: every instruction from the issue port goes, in program order, to the
+        # load queue (a vector or predicate load that is legal now) or to the execution queue
+        # (everything else); ``order`` remembers which, for in-order results.
+        depth = config.queue_depth
+        width = index_width(config)
+        m.submodules.route_decoder = route_decoder = Decoder(config, IMPLEMENTED_OPS)
+        m.submodules.execution_queue = x_queue = SyncFIFO(width=IssueLayout.size, depth=depth)
+        m.submodules.order = order = SyncFIFO(width=1, depth=2 * depth)
+        m.submodules.load_queue = load_queue = LoadQueue(config)
+        m.submodules.scoreboard = scoreboard = RegisterScoreboard(config)
+        incoming = self.issue.payload
+        routed = route_decoder.decoded
+        m.d.comb += route_decoder.word.eq(incoming.word)
+        incoming_sources = Array([incoming.src0, incoming.src1, incoming.src2, Const(0, 64)])
+        to_load_queue = Signal()
+        m.d.comb += to_load_queue.eq(_one_of(routed.op, DECOUPLED_LOADS) & ~routed.undef
+                                     & self.sme_enable & state.svcr[0])
+        # An SVCR write changes what is legal: nothing is routed behind it until it completes.
+        svcr_pending = Signal()
+        x_routed = Signal(width)
+        x_completed = Signal(width)
+        m.d.comb += self.issue.ready.eq(x_queue.w_rdy & ~load_queue.full & order.w_rdy
+                                        & ~(svcr_pending & x_queue.r_rdy))
+        routing = self.issue.valid & self.issue.ready
+        m.d.comb += [
+            order.w_en.eq(routing), order.w_data.eq(to_load_queue),
+            x_queue.w_en.eq(routing & ~to_load_queue), x_queue.w_data.eq(incoming.as_value()),
+            load_queue.push.eq(routing & to_load_queue),
+        ]
+        with m.If(routing & ~to_load_queue):
+            m.d.sync += [x_routed.eq(x_routed + 1),
+                         svcr_pending.eq(_one_of(routed.op, _SVCR_WRITERS))]
+        with m.Elif(~x_queue.r_rdy):
+            m.d.sync += svcr_pending.eq(0)
+        present, routed_fields = routed.present, routed.fields
+        z_uses = Signal(32)
+        p_uses = Signal(16)
+        p_writes = Signal(16)
+        z_marks = [Mux(getattr(present, name), 1 << getattr(routed_fields, name), 0)
+                   for name in _Z_FIELDS]
+        z_marks.append(Mux(present.zn, 1 << (routed_fields.zn + 1)[:5], 0))
+        z_marks += [Mux(present.zt, 1 << (routed_fields.zt + k)[:5], 0) for k in range(1, 4)]
+        m.d.comb += [
+            z_uses.eq(_or_all(z_marks)),
+            p_uses.eq(_or_all(Mux(getattr(present, name), 1 << getattr(routed_fields, name), 0)
+                              for name in _P_FIELDS)),
+            p_writes.eq(_or_all(Mux(getattr(present, name), 1 << getattr(routed_fields, name),
+                                    0) for name in _P_WRITTEN_FIELDS)),
+            scoreboard.route.eq(routing & ~to_load_queue),
+            scoreboard.route_index.eq(x_routed),
+            scoreboard.z_uses.eq(z_uses),
+            scoreboard.p_uses.eq(p_uses),
+            scoreboard.p_writes.eq(p_writes),
+            scoreboard.memory.eq(_one_of(routed.op, MEMORY_OPS)),
+            scoreboard.x_completed.eq(x_completed),
+            scoreboard.load_dest.eq(Mux(routed.flags.predicate, routed_fields.pt,
+                                        routed_fields.zt)),
+            scoreboard.load_predicate.eq(routed.flags.predicate & (routed.op == Op.LDR_REGISTER)),
+            scoreboard.load_pg.eq(routed_fields.pg),
+            scoreboard.load_predicated.eq(present.pg),
+            load_queue.entry.word.eq(incoming.word),
+            load_queue.entry.base.eq(incoming_sources[routed.slots.rn]),
+            load_queue.entry.index.eq(incoming_sources[routed.slots.rm]),
+            load_queue.entry.dest.eq(scoreboard.load_dest),
+            load_queue.entry.predicate.eq(scoreboard.load_predicate),
+            load_queue.entry.wait_valid.eq(scoreboard.wait_valid),
+            load_queue.entry.wait_index.eq(scoreboard.wait_index),
+            load_queue.x_completed.eq(x_completed),
+        ]
+
+        # ---- d: the oldest instruction of the execution queue, once it is the oldest of all
+        # (every older load has its result)
         d_valid = Signal()
-        d_word = Signal(32)
-        d_sources = Signal(data.ArrayLayout(64, 3))
         d_done = Signal()
-        m.d.comb += self.issue.ready.eq(~d_valid | d_done)
-        with m.If(self.issue.valid & self.issue.ready):
-            m.d.sync += [d_valid.eq(1), d_word.eq(self.issue.payload.word),
-                         d_sources.eq(Cat(self.issue.payload.src0, self.issue.payload.src1,
-                                          self.issue.payload.src2))]
-        with m.Elif(d_done):
-            m.d.sync += d_valid.eq(0)
+        issued = data.View(IssueLayout, x_queue.r_data)
+        d_word = issued.word
+        d_sources = Cat(issued.src0, issued.src1, issued.src2)
+        x_oldest = order.r_rdy & ~order.r_data[0]
+        m.d.comb += [d_valid.eq(x_queue.r_rdy & x_oldest), x_queue.r_en.eq(d_done)]
+        with m.If(d_done):
+            m.d.sync += x_completed.eq(x_completed + 1)
+        m.d.comb += [scoreboard.complete.eq(d_done)]
 
         m.d.comb += [decoder.word.eq(d_word), state.decoded.eq(decoder.decoded)]
         decoded = decoder.decoded
         fields, flags, op = decoded.fields, decoded.flags, decoded.op
-        sources = Array([*(d_sources[k] for k in range(3)), Const(0, 64)])
+        sources = Array([*(d_sources.word_select(k, 64) for k in range(3)), Const(0, 64)])
         assert NO_SLOT == 3, "slot 3 reads as zero"
         operands = {}
         for name in ("rn", "rm", "rs", "rv", "rt", "rdn"):
@@ -349,6 +441,12 @@ class ZaTileEngine(ConfigComponent):
         with m.Else():
             m.d.comb += can_complete.eq(~za_hazard)
         m.d.comb += d_done.eq(d_valid & result_free & can_complete)
+        # The oldest instruction is a load whose result is there.
+        report_load = Signal()
+        m.d.comb += [report_load.eq(order.r_rdy & order.r_data[0] & load_queue.report_valid
+                                    & result_free),
+                     load_queue.report.eq(report_load),
+                     order.r_en.eq(d_done | report_load)]
         execute = d_done & legal
         faulted = is_memory & Mux(is_structure, structure.fault, lsu.fault)
 
@@ -400,10 +498,16 @@ class ZaTileEngine(ConfigComponent):
         with m.Elif(vector.op.valid & vector.op.ready):
             m.d.sync += vector_sent.eq(1)
 
-        # ---- load/store unit: driven by the engine, or for LD2-4/ST2-4 by the structure
-        # sequencer, which the engine starts and acknowledges instead
+        # ---- load/store unit: driven by the oldest instruction when it is a memory instruction
+        # (for LD2-4/ST2-4 by the structure sequencer, which the engine starts and acknowledges
+        # instead), otherwise by the load queue (nothing older or younger is in flight then)
         sequencer = structure.lsu
+        m.submodules.load_decoder = load_decoder = Decoder(config, DECOUPLED_LOADS)
+        starting = load_queue.start_entry
+        x_uses_lsu = d_valid & is_memory
         m.d.comb += [
+            load_decoder.word.eq(starting.word),
+            registers.p_read_load.addr.eq(load_decoder.decoded.fields.pg),
             structure.decoded.eq(decoded),
             structure.svl_log2.eq(state.svl_log2),
             structure.svl_mask.eq(svl_mask),
@@ -411,22 +515,12 @@ class ZaTileEngine(ConfigComponent):
             structure.start.eq(d_valid & legal & is_structure & ~structure.busy
                                & ~structure.done & ~za_hazard),
             structure.ack.eq(d_done & is_structure),
-            lsu.decoded.eq(decoded),
-            lsu.base.eq(operand("rn")),
-            lsu.index.eq(operand("rm")),
             lsu.svl_log2.eq(state.svl_log2),
             lsu.svl_mask.eq(svl_mask),
-            lsu.chunk.eq(sequencer.chunk),
-            lsu.predicate.eq(Mux(is_structure, sequencer.predicate, governing)),
-            lsu.store_data.eq(Mux(is_structure, sequencer.store_data,
-                                  Mux(_one_of(op, (Op.ST1_TILE, Op.STR_ZA)), za.slice_read.data,
-                                      Mux(op == Op.STR_REGISTER,
-                                          Mux(flags.predicate, registers.p_read_a.data,
-                                              registers.z_read_a.data),
-                                          registers.z_read_a.data)))),
-            lsu.start.eq(Mux(is_structure, sequencer.start,
-                             d_valid & legal & is_memory & lsu_idle & ~za_hazard)),
-            lsu.ack.eq(Mux(is_structure, sequencer.ack, d_done & is_memory)),
+            load_queue.start.eq(~x_uses_lsu & load_queue.start_valid & lsu.ready),
+            load_queue.complete.eq(~x_uses_lsu & lsu.done),
+            load_queue.fault.eq(lsu.fault),
+            load_queue.fault_address.eq(lsu.fault_address),
             self.mem_req.valid.eq(lsu.mem_req.valid),
             self.mem_req.payload.eq(lsu.mem_req.payload),
             lsu.mem_req.ready.eq(self.mem_req.ready),
@@ -434,9 +528,44 @@ class ZaTileEngine(ConfigComponent):
             lsu.mem_resp.payload.eq(self.mem_resp.payload),
             self.mem_resp.ready.eq(lsu.mem_resp.ready),
         ]
+        with m.If(x_uses_lsu):
+            m.d.comb += [
+                lsu.decoded.eq(decoded),
+                lsu.base.eq(operand("rn")),
+                lsu.index.eq(operand("rm")),
+                lsu.chunk.eq(sequencer.chunk),
+                lsu.predicate.eq(Mux(is_structure, sequencer.predicate, governing)),
+                lsu.store_data.eq(Mux(is_structure, sequencer.store_data,
+                                      Mux(_one_of(op, (Op.ST1_TILE, Op.STR_ZA)),
+                                          za.slice_read.data,
+                                          Mux(op == Op.STR_REGISTER,
+                                              Mux(flags.predicate, registers.p_read_a.data,
+                                                  registers.z_read_a.data),
+                                              registers.z_read_a.data)))),
+                lsu.start.eq(Mux(is_structure, sequencer.start,
+                                 d_valid & legal & lsu_idle & ~za_hazard)),
+                lsu.ack.eq(Mux(is_structure, sequencer.ack, d_done)),
+            ]
+        with m.Else():
+            m.d.comb += [
+                lsu.decoded.eq(load_decoder.decoded),
+                lsu.base.eq(starting.base),
+                lsu.index.eq(starting.index),
+                lsu.predicate.eq(registers.p_read_load.data & svl_mask),
+                lsu.start.eq(load_queue.start),
+                lsu.ack.eq(lsu.done),
+            ]
         for name, member in ControlSignature(config).members.items():
             if member.flow == In:
                 m.d.comb += getattr(sequencer, name).eq(getattr(lsu, name))
+        # A load of the load queue writes its register as it completes.
+        completing = ~x_uses_lsu & lsu.done & ~lsu.fault
+        for port, selected, data_value in (
+                (registers.z_write_load, ~load_queue.complete_predicate, lsu.load_data),
+                (registers.p_write_load, load_queue.complete_predicate,
+                 lsu.load_data.as_value()[:maxb])):
+            m.d.comb += [port.en.eq(completing & selected), port.addr.eq(load_queue.complete_dest),
+                         port.data.eq(data_value), port.lanes.eq(svl_mask)]
         loaded = execute & ~faulted
 
         # ---- register writes
@@ -449,18 +578,9 @@ class ZaTileEngine(ConfigComponent):
             with m.Case(Op.DUP_SCALAR, Op.DUP_IMM):
                 m.d.comb += [z_write.en.eq(execute), z_write.addr.eq(fields.zd),
                              z_write.data.eq(sve.vector), z_write.lanes.eq(svl_mask)]
-            with m.Case(*_VECTOR_LOADS):
-                m.d.comb += [z_write.en.eq(loaded), z_write.addr.eq(fields.zt),
-                             z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask)]
             with m.Case(Op.LD_STRUCTURE):
                 m.d.comb += [getattr(z_write, name).eq(getattr(structure.z_write, name))
                              for name in structure.z_write.signature.members]
-            with m.Case(Op.LDR_REGISTER):
-                m.d.comb += [z_write.en.eq(loaded & ~flags.predicate), z_write.addr.eq(fields.zt),
-                             z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask),
-                             p_write.en.eq(loaded & flags.predicate), p_write.addr.eq(fields.pt),
-                             p_write.data.eq(lsu.load_data.as_value()[:maxb]),
-                             p_write.lanes.eq(svl_mask)]
             with m.Case(*VECTOR_OPS):
                 result = vector.result.payload
                 m.d.comb += [z_write.en.eq(execute),
@@ -551,11 +671,20 @@ class ZaTileEngine(ConfigComponent):
                 r_payload.fpsr_flags.eq(Mux(legal & is_vector, vector.result.payload.fpsr_flags,
                                             0)),
             ]
+        with m.Elif(report_load):
+            m.d.sync += [
+                r_valid.eq(1),
+                r_payload.eq(0),
+                r_payload.status.as_value().eq(Mux(load_queue.report_fault, Status.FAULT.value,
+                                                   Status.OK.value)),
+                r_payload.fault_address.eq(Mux(load_queue.report_fault,
+                                               load_queue.report_fault_address, 0)),
+            ]
         with m.Elif(self.result.ready):
             m.d.sync += r_valid.eq(0)
 
         # ---- idle, debug, performance counters
-        m.d.comb += self.idle.eq(~d_valid & ~interlock.busy)
+        m.d.comb += self.idle.eq(~x_queue.r_rdy & load_queue.empty & ~interlock.busy)
         debug = self.debug_addr
         m.d.comb += [za.debug.addr.eq(debug.index), registers.z_debug.addr.eq(debug.index),
                      registers.p_debug.addr.eq(debug.index)]
@@ -572,10 +701,10 @@ class ZaTileEngine(ConfigComponent):
         m.submodules.perf = perf = PerfCounters(config)
         m.d.comb += [
             perf.event.idle.eq(self.idle),
-            perf.event.completed.eq(d_done),
-            perf.event.retired.eq(execute & ~faulted),
-            perf.event.outer_product.eq(is_int | is_fp),
-            perf.event.memory.eq(is_memory),
+            perf.event.completed.eq(d_done | report_load),
+            perf.event.retired.eq((execute & ~faulted) | (report_load & ~load_queue.report_fault)),
+            perf.event.outer_product.eq(d_done & (is_int | is_fp)),
+            perf.event.memory.eq(Mux(report_load, 1, is_memory)),
             perf.event.double.eq(double),
             perf.op.eq(op),
             perf.row_predicate.eq(governing),

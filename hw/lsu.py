@@ -33,25 +33,33 @@ The access is cut into beats of ``mem_data_width/8`` bytes at aligned addresses 
 byte is never requested, so an all-false predicate makes no memory access at all. An aligned
 access at a bus as wide as the SVL takes one beat: one tile slice per beat.
 
-Loads issue their beats back to back and accept the responses in order; stores issue a beat
-only after the previous one was acknowledged. A beat answered with ``error`` aborts the access:
-no further beat is requested, the outstanding responses are drained, and the access ends with
-``fault`` and ``fault_address`` = the first enabled byte of the failing beat. A faulting load
-changes nothing (its data is discarded); a faulting store has written exactly the beats before
-the failing one (in address order), none at or after it.
+Accesses are pipelined: a new access may start (``ready``) in the cycle the previous one
+requests its last beat, so that single-beat accesses request one beat per cycle; up to
+``config.mem_outstanding`` beats are in flight, answered in order, and accesses complete in order.
+Loads request every beat of their footprint; stores request a beat only when no beat is in flight
+(each store beat waits for the acknowledgement of the one before). A beat answered with ``error``
+makes its access fail with ``fault`` and ``fault_address`` = the first enabled byte of the
+failing beat. A faulting load changes nothing (its data is discarded; its other beats are still
+read, which has no side effect on this bus); a faulting store has written exactly the beats before
+the failing one (in address order): its later beats are never requested.
 
 Handshake with the engine
 -------------------------
-``start`` (while ``busy`` and ``done`` are low) captures the instruction from ``decoded``, the
-operands, ``chunk``, ``predicate`` and ``store_data``; the unit then works alone until ``done``
-rises. ``done`` stays high, with ``fault``, ``fault_address`` and ``load_data``, until ``ack``.
-These ports are :func:`ControlSignature`, which the structure sequencer drives for LD2-4/ST2-4.
+``start`` while ``ready`` captures the access from ``decoded``, the operands, ``chunk``,
+``predicate`` and ``store_data``. ``busy`` is high while an access is in flight. The oldest
+completed access raises ``done``, which stays high, with ``fault``, ``fault_address`` and
+``load_data``, until ``ack`` (the next access completes in the cycle after an ``ack`` at the
+earliest; acknowledging at once keeps the pipeline full). These ports, without ``ready``, are
+:func:`ControlSignature`, which the structure sequencer drives for LD2-4/ST2-4, one access at a
+time (``start`` while ``busy`` and ``done`` are low, as the engine does for the other memory
+instructions of its execution queue).
 """
 
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
@@ -110,12 +118,6 @@ def ControlSignature(config: EngineConfig) -> wiring.Signature:
     })
 
 
-class _State(enum.Enum, shape=2):
-    IDLE = 0
-    BUSY = 1
-    DONE = 2
-
-
 def _lowest_set(m, bits, name: str) -> tuple[Signal, Signal]:
     """(index of the lowest set bit of ``bits``, one-hot of it); both zero when none is set."""
     width = len(bits)
@@ -155,6 +157,8 @@ class LoadStoreUnit(ConfigComponent):
     store_data : View(row), in
         What a store writes: the tile slice, ZA row, Z or P register (P in the low bytes), or
         the chunk of an ST2-4.
+    ready : Signal(1), out
+        A ``start`` is taken this cycle.
     busy, done : Signal(1), out
     ack : Signal(1), in
     fault : Signal(1), out
@@ -181,6 +185,7 @@ class LoadStoreUnit(ConfigComponent):
             "svl_log2": In(4),
             "svl_mask": In(maxb),
             **ControlSignature(config).flip().members,
+            "ready": Out(1),
             "mem_req": Out(stream.Signature(MemRequestLayout(width))),
             "mem_resp": In(stream.Signature(MemResponseLayout(width))),
         })
@@ -305,24 +310,8 @@ class LoadStoreUnit(ConfigComponent):
         with m.Else():
             m.d.comb += limit.eq((1 << maxb) - 1)
 
-        # ---- the registered access
-        state = Signal(_State)
-        r_write = Signal()
-        r_layout = Signal(6)
-        r_replicate = Signal()
-        r_quadword = Signal()
-        r_signed = Signal()
-        r_lanes = Signal(maxb)
-        r_misalign = Signal(range(beat))
-        r_beat_base = Signal(64)
-        r_enables = Signal(image_bytes)
-        r_data = Signal(image_bytes * 8)
-        r_loaded = Signal(image_bytes * 8)
-        r_to_request = Signal(beats)
-        r_awaiting = Signal(beats)
-        r_fault = Signal()
-        r_fault_address = Signal(64)
-
+        # ---- the access being requested (q_), and the accesses in flight
+        r_loaded = Signal(image_bytes * 8)     # the beats of the oldest access, as they arrive
         misalign = address[:(beat - 1).bit_length()] if beat > 1 else Const(0, 1)
         enable_image = Signal(image_bytes)
         data_image = Signal(image_bytes * 8)
@@ -330,80 +319,126 @@ class LoadStoreUnit(ConfigComponent):
                      data_image.eq(footprint << (misalign * 8))]
         nonempty = Cat(enable_image.word_select(k, beat).any() for k in range(beats))
 
-        m.d.comb += [self.busy.eq(state == _State.BUSY), self.done.eq(state == _State.DONE),
-                     self.fault.eq(r_fault), self.fault_address.eq(r_fault_address)]
-        with m.If((state == _State.IDLE) & self.start):
-            m.d.sync += [
-                state.eq(_State.BUSY),
-                r_write.eq(is_store),
-                r_layout.eq(Cat(Mux(replicate, decoded.esize_log2, esize_log2), msize_log2)),
-                r_replicate.eq(replicate),
-                r_quadword.eq(quadword),
-                r_signed.eq(signed_load),
-                r_lanes.eq(lanes),
-                r_misalign.eq(misalign),
-                r_beat_base.eq(address & ~Const(beat - 1, 64)),
-                r_enables.eq(enable_image),
-                r_data.eq(data_image),
-                r_loaded.eq(0),
-                r_to_request.eq(nonempty),
-                r_awaiting.eq(0),
-                r_fault.eq(0),
-            ]
+        access_layout = data.StructLayout({
+            "write": 1, "layout": 6, "replicate": 1, "quadword": 1, "signed": 1, "lanes": maxb,
+            "misalign": range(beat), "beat_base": 64, "enables": image_bytes, "empty": 1})
+        beat_layout = data.StructLayout({"beat": range(beats), "last": 1})
+        outstanding = self._config.mem_outstanding
+        m.submodules.accesses = accesses = SyncFIFO(width=access_layout.size, depth=outstanding)
+        m.submodules.beats = beat_tags = SyncFIFO(width=beat_layout.size, depth=outstanding)
+        head = data.View(access_layout, accesses.r_data)
+        tag = data.View(beat_layout, beat_tags.r_data)
 
-        # ---- beats
-        request_beat, request_one_hot = _lowest_set(m, r_to_request, "request")
-        response_beat, response_one_hot = _lowest_set(m, r_awaiting, "response")
-        fault_lane, _ = _lowest_set(m, r_enables.word_select(response_beat, beat), "fault_lane")
+        q_valid = Signal()
+        q_write = Signal()
+        q_beat_base = Signal(64)
+        q_enables = Signal(image_bytes)
+        q_data = Signal(image_bytes * 8)
+        q_to_request = Signal(beats)
+        request_beat, request_one_hot = _lowest_set(m, q_to_request, "request")
+        final_beat = (q_to_request & ~request_one_hot) == 0
         width = beat * 8
         m.d.comb += [
-            self.mem_req.valid.eq((state == _State.BUSY) & r_to_request.any()
-                                  & ~(r_write & r_awaiting.any())),
-            self.mem_req.payload.address.eq(r_beat_base + request_beat * beat),
-            self.mem_req.payload.write.eq(r_write),
-            self.mem_req.payload.data.eq(r_data.word_select(request_beat, width)),
-            self.mem_req.payload.byte_enable.eq(r_enables.word_select(request_beat, beat)),
-            self.mem_resp.ready.eq(state == _State.BUSY),
+            self.mem_req.valid.eq(q_valid & q_to_request.any() & beat_tags.w_rdy
+                                  & ~(q_write & beat_tags.r_rdy)),
+            self.mem_req.payload.address.eq(q_beat_base + request_beat * beat),
+            self.mem_req.payload.write.eq(q_write),
+            self.mem_req.payload.data.eq(q_data.word_select(request_beat, width)),
+            self.mem_req.payload.byte_enable.eq(q_enables.word_select(request_beat, beat)),
         ]
-        requested = Mux(self.mem_req.valid & self.mem_req.ready, request_one_hot, 0)
-        responded = Mux(self.mem_resp.valid & self.mem_resp.ready, response_one_hot, 0)
-        failed = self.mem_resp.valid & self.mem_resp.ready & self.mem_resp.payload.error
-        next_to_request = Mux(failed, 0, r_to_request & ~requested)
-        next_awaiting = (r_awaiting & ~responded) | requested
-        with m.If(state == _State.BUSY):
-            m.d.sync += [r_to_request.eq(next_to_request), r_awaiting.eq(next_awaiting)]
-            with m.If(responded.any()):
-                m.d.sync += r_loaded.word_select(response_beat, width).eq(
-                    self.mem_resp.payload.data)
-            with m.If(failed & ~r_fault):
-                m.d.sync += [r_fault.eq(1),
-                             r_fault_address.eq(r_beat_base + response_beat * beat + fault_lane)]
-            with m.If(~next_to_request.any() & ~next_awaiting.any()):
-                m.d.sync += state.eq(_State.DONE)
-        with m.If((state == _State.DONE) & self.ack):
-            m.d.sync += state.eq(_State.IDLE)
+        requested = self.mem_req.valid & self.mem_req.ready
+        m.d.comb += [beat_tags.w_en.eq(requested),
+                     beat_tags.w_data.eq(Cat(request_beat, final_beat))]
+
+        # ---- responses, in order, for the oldest access in flight (``head``)
+        c_valid = Signal()
+        completion_free = ~c_valid | self.ack
+        h_fault = Signal()
+        h_fault_address = Signal(64)
+        fault_lane, _ = _lowest_set(m, head.enables.word_select(tag.beat, beat), "fault_lane")
+        m.d.comb += self.mem_resp.ready.eq(accesses.r_rdy & ~head.empty & completion_free)
+        responded = self.mem_resp.valid & self.mem_resp.ready
+        failed = responded & self.mem_resp.payload.error
+        failing_address = head.beat_base + tag.beat * beat + fault_lane
+        m.d.comb += beat_tags.r_en.eq(responded)
+        with m.If(responded):
+            m.d.sync += r_loaded.word_select(tag.beat, width).eq(self.mem_resp.payload.data)
+        with m.If(failed & ~h_fault):
+            m.d.sync += [h_fault.eq(1), h_fault_address.eq(failing_address)]
+        # A store stops at its failing beat: it has no other beat in flight, and the beats not
+        # yet requested are dropped.
+        store_failed = failed & head.write
+        completes = accesses.r_rdy & Mux(head.empty, completion_free,
+                                         responded & (tag.last | store_failed))
+
+        # ---- a new access
+        m.d.comb += self.ready.eq((~q_valid | (requested & final_beat)) & accesses.w_rdy
+                                  & ~store_failed)
+        accepted = self.start & self.ready
+        m.d.comb += [
+            accesses.w_en.eq(accepted),
+            accesses.w_data.eq(Cat(
+                is_store, Cat(Mux(replicate, decoded.esize_log2, esize_log2), msize_log2),
+                replicate, quadword, signed_load, lanes, misalign,
+                address & ~Const(beat - 1, 64), enable_image, ~nonempty.any())),
+        ]
+        with m.If(accepted):
+            m.d.sync += [q_valid.eq(nonempty.any()), q_write.eq(is_store),
+                         q_beat_base.eq(address & ~Const(beat - 1, 64)),
+                         q_enables.eq(enable_image), q_data.eq(data_image),
+                         q_to_request.eq(nonempty)]
+        with m.Elif(store_failed):
+            m.d.sync += [q_valid.eq(0), q_to_request.eq(0)]
+        with m.Elif(requested):
+            m.d.sync += [q_to_request.eq(q_to_request & ~request_one_hot),
+                         q_valid.eq(~final_beat)]
+
+        # ---- the completed access, held until ``ack``
+        c_layout = Signal(6)
+        c_replicate = Signal()
+        c_quadword = Signal()
+        c_signed = Signal()
+        c_lanes = Signal(maxb)
+        c_misalign = Signal(range(beat))
+        c_enables = Signal(image_bytes)
+        c_fault = Signal()
+        c_fault_address = Signal(64)
+        m.d.comb += accesses.r_en.eq(completes)
+        with m.If(completes):
+            m.d.sync += [
+                c_valid.eq(1), c_layout.eq(head.layout), c_replicate.eq(head.replicate),
+                c_quadword.eq(head.quadword), c_signed.eq(head.signed), c_lanes.eq(head.lanes),
+                c_misalign.eq(head.misalign), c_enables.eq(head.enables),
+                c_fault.eq(h_fault | failed),
+                c_fault_address.eq(Mux(h_fault, h_fault_address, failing_address)),
+                h_fault.eq(0),
+            ]
+        with m.Elif(self.ack):
+            m.d.sync += c_valid.eq(0)
+        m.d.comb += [self.busy.eq(q_valid | accesses.r_rdy), self.done.eq(c_valid),
+                     self.fault.eq(c_fault), self.fault_address.eq(c_fault_address)]
 
         # ---- load data in the destination's format
         buffer = Signal(maxb * 8)
         active = Signal(maxb)
-        m.d.comb += [buffer.eq(r_loaded >> (r_misalign * 8)), active.eq(r_enables >> r_misalign)]
+        m.d.comb += [buffer.eq(r_loaded >> (c_misalign * 8)), active.eq(c_enables >> c_misalign)]
         loaded = Signal(maxb * 8)
         m.d.comb += loaded.eq(buffer & byte_mask(active))
         formatted = Signal(maxb * 8)
-        with m.Switch(r_layout):
+        with m.Switch(c_layout):
             for msize, esize in self._layouts():
                 with m.Case(esize | msize << 3):
-                    m.d.comb += formatted.eq(self._formatted(loaded, msize, esize, r_signed))
+                    m.d.comb += formatted.eq(self._formatted(loaded, msize, esize, c_signed))
         replicated = Signal(maxb * 8)
-        with m.Switch(r_layout):     # LD1R: element 0 of layout M = M, widened to E (below)
+        with m.Switch(c_layout):     # LD1R: element 0 of layout M = M, widened to E (below)
             for msize in range(4):
                 for esize in range(msize, 4):
                     with m.Case(esize | msize << 3):
-                        element = self._formatted(loaded, msize, esize, r_signed)[:8 << esize]
+                        element = self._formatted(loaded, msize, esize, c_signed)[:8 << esize]
                         m.d.comb += replicated.eq(element.replicate(maxb >> esize))
-        with m.If(r_replicate):
-            m.d.comb += self.load_data.eq(replicated & byte_mask(r_lanes))
-        with m.Elif(r_quadword):
+        with m.If(c_replicate):
+            m.d.comb += self.load_data.eq(replicated & byte_mask(c_lanes))
+        with m.Elif(c_quadword):
             m.d.comb += self.load_data.eq(loaded[:128].replicate(maxb // 16))
         with m.Else():
             m.d.comb += self.load_data.eq(formatted)

@@ -98,7 +98,7 @@ class PerfCounters(ConfigComponent):
             counters.retired_other.eq(counters.retired_other
                                       + (retired & ~event.outer_product & ~event.memory)),
             counters.traps.eq(counters.traps + (event.completed & ~retired)),
-            counters.macs.eq(counters.macs + Mux(retired, macs, 0)),
+            counters.macs.eq(counters.macs + Mux(retired & event.outer_product, macs, 0)),
         ]
         return m
 

@@ -37,7 +37,7 @@ def WritePortSignature(addr_width: int, data_shape, enables: int) -> wiring.Sign
 
 
 class RegisterFile(ConfigComponent):
-    """Z, P and FFR with three read ports each for Z and P, one write port each, and a debug port.
+    """Z, P and FFR: three read ports for Z, four for P, two write ports each, a debug port.
 
     Parameters
     ----------
@@ -49,8 +49,13 @@ class RegisterFile(ConfigComponent):
     z_read_a, z_read_b, z_read_c : In(ReadPortSignature(5, row)), combinational Z reads
     p_read_a, p_read_b, p_read_c : In(ReadPortSignature(4, MAXB)), combinational P reads
         (three for the predicate operations, ``Pg``, ``Pn`` and ``Pm``)
+    p_read_load : In(ReadPortSignature(4, MAXB))
+        The governing predicate of the load the load queue starts.
     z_write : In(WritePortSignature(5, row, MAXB)), byte-enabled Z write at the clock edge
     p_write : In(WritePortSignature(4, MAXB, MAXB)), bit-enabled P write at the clock edge
+    z_write_load, p_write_load
+        The same, for the loads of the load queue as they complete. The engine never writes
+        one register through both ports in one cycle; if it did, the load's write would win.
     reset_sve : Signal(1), in
         Zero every Z, P and FFR bit at the clock edge (has priority over the write ports).
     z_debug : In(ReadPortSignature(5, row)), p_debug : In(ReadPortSignature(4, MAXB))
@@ -74,8 +79,11 @@ class RegisterFile(ConfigComponent):
             "p_read_a": In(ReadPortSignature(4, maxb)),
             "p_read_b": In(ReadPortSignature(4, maxb)),
             "p_read_c": In(ReadPortSignature(4, maxb)),
+            "p_read_load": In(ReadPortSignature(4, maxb)),
             "z_write": In(WritePortSignature(5, row, maxb)),
             "p_write": In(WritePortSignature(4, maxb, maxb)),
+            "z_write_load": In(WritePortSignature(5, row, maxb)),
+            "p_write_load": In(WritePortSignature(4, maxb, maxb)),
             "reset_sve": In(1),
             "z_debug": In(ReadPortSignature(5, row)),
             "p_debug": In(ReadPortSignature(4, maxb)),
@@ -92,23 +100,29 @@ class RegisterFile(ConfigComponent):
 
         for port in (self.z_read_a, self.z_read_b, self.z_read_c, self.z_debug):
             m.d.comb += port.data.eq(z[port.addr])
-        for port in (self.p_read_a, self.p_read_b, self.p_read_c, self.p_debug):
+        for port in (self.p_read_a, self.p_read_b, self.p_read_c, self.p_read_load,
+                     self.p_debug):
             m.d.comb += port.data.eq(p[port.addr])
 
-        z_mask = Signal(maxb * 8)
-        m.d.comb += z_mask.eq(byte_mask(self.z_write.lanes))
+        z_ports = {"load": self.z_write_load, "execute": self.z_write}    # the load wins
+        z_masks = {}
+        for name, port in z_ports.items():
+            z_masks[name] = Signal(maxb * 8, name=f"z_mask_{name}")
+            m.d.comb += z_masks[name].eq(byte_mask(port.lanes))
         for index in range(Z_REGISTERS):
             with m.If(self.reset_sve):
                 m.d.sync += z[index].eq(0)
-            with m.Elif(self.z_write.en & (self.z_write.addr == index)):
-                m.d.sync += z[index].eq((z[index] & ~z_mask)
-                                        | (self.z_write.data.as_value() & z_mask))
+            for name, port in z_ports.items():
+                mask = z_masks[name]
+                with m.Elif(port.en & (port.addr == index)):
+                    m.d.sync += z[index].eq((z[index] & ~mask) | (port.data.as_value() & mask))
         for index in range(P_REGISTERS):
             with m.If(self.reset_sve):
                 m.d.sync += p[index].eq(0)
-            with m.Elif(self.p_write.en & (self.p_write.addr == index)):
-                m.d.sync += p[index].eq((p[index] & ~self.p_write.lanes)
-                                        | (self.p_write.data & self.p_write.lanes))
+            for port in (self.p_write_load, self.p_write):
+                with m.Elif(port.en & (port.addr == index)):
+                    m.d.sync += p[index].eq((p[index] & ~port.lanes)
+                                            | (port.data & port.lanes))
         with m.If(self.reset_sve):
             m.d.sync += ffr.eq(0)
         return m

@@ -127,19 +127,21 @@ def _slices(store: bool, offset: int, svl_bytes: int) -> list[tuple[int, tuple]]
 
 
 def _gemm(kind: str, svl_bytes: int) -> list[tuple[int, tuple]]:
-    """The 2VL×2VL inner loop: per k step, load A0, A1, B0, B1 (Z0-Z3, consecutive vectors of
-    one packed panel), then ZA0 += A0⊗B0, ZA1 += A0⊗B1, ZA2 += A1⊗B0, ZA3 += A1⊗B1."""
+    """The 2VL×2VL inner loop: per k step, load A0, A1, B0, B1 (consecutive vectors of one
+    packed panel), then ZA0 += A0⊗B0, ZA1 += A0⊗B1, ZA2 += A1⊗B0, ZA3 += A1⊗B1. Unrolled by two
+    as KleidiAI's kernels are: even steps load Z0-Z3, odd steps Z4-Z7, so that a step's loads
+    do not overwrite what the previous step's outer products read."""
     esize, load, mopa = _GEMM_KINDS[kind]
     lanes = svl_bytes // esize
-    loads = [assemble_line(load.format(n=n)) for n in range(4)]
-    mopas = [assemble_line(mopa.format(tile=2 * a + b, a=a, b=2 + b))
-             for a in range(2) for b in range(2)]
     stream = []
     for step in range(GEMM_STEPS):
-        for n, word in enumerate(loads):
+        first = 4 * (step % 2)
+        for n in range(4):
+            word = assemble_line(load.format(n=first + n))
             index = (4 * step + n) * lanes
             stream.append((word, operand_values(word, {"rn": DATA, "rm": index})))
-        stream += [(word, ()) for word in mopas]
+        stream += [(assemble_line(mopa.format(tile=2 * a + b, a=first + a, b=first + 2 + b)), ())
+                   for a in range(2) for b in range(2)]
     return stream
 
 

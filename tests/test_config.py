@@ -10,6 +10,13 @@ def test_defaults_support_every_svl_up_to_the_maximum():
     assert config.supported_svls == (128, 256, 512)
     assert config.mem_data_width == 512
     assert config.features == frozenset(FEATURES)
+    assert (config.queue_depth, config.mem_outstanding) == (8, 4)
+
+
+def test_the_queue_knobs_round_trip_through_json_and_leave_the_id_register_alone():
+    config = EngineConfig(max_svl=256, queue_depth=2, mem_outstanding=1)
+    assert EngineConfig.from_json_dict(config.to_json_dict()) == config
+    assert config.id_aa64smfr0 == EngineConfig(max_svl=256).id_aa64smfr0
 
 
 @pytest.mark.parametrize("kwargs, quoted", [
@@ -21,6 +28,10 @@ def test_defaults_support_every_svl_up_to_the_maximum():
     (dict(max_svl=256, mem_data_width=512), "512"),
     (dict(mem_data_width=96), "96"),
     (dict(za_contexts=0), "0"),
+    (dict(queue_depth=6), "queue_depth .* not 6"),
+    (dict(queue_depth=128), "not 128"),
+    (dict(mem_outstanding=0), "mem_outstanding .* not 0"),
+    (dict(mem_outstanding=17), "not 17"),
 ])
 def test_invalid_combinations_are_rejected_quoting_the_value(kwargs, quoted):
     with pytest.raises(ValueError, match=quoted):

@@ -50,6 +50,13 @@ class EngineConfig:
         Memory data bus width in bits. Defaults to ``max_svl`` (one ZA slice per beat).
     za_contexts : int
         Number of physical ZA state contexts in the engine.
+    queue_depth : int
+        Instructions each of the engine's two queues holds between the issue port and
+        execution (the execution queue and the load queue, docs/architecture.md, "Decoupled
+        execution"); a power of two from 1 to 64. Not architectural.
+    mem_outstanding : int
+        Memory beats the load/store unit may have requested and not yet seen answered, from 1
+        to 16. Not architectural.
 
     Raises
     ------
@@ -63,6 +70,8 @@ class EngineConfig:
     features: frozenset[str] = field(default_factory=lambda: frozenset(FEATURES))
     mem_data_width: int | None = None
     za_contexts: int = 1
+    queue_depth: int = 8
+    mem_outstanding: int = 4
 
     def __post_init__(self) -> None:
         if self.max_svl not in SVL_CHOICES:
@@ -96,6 +105,12 @@ class EngineConfig:
                 f"{self.max_svl} bits, not {width!r}")
         if not isinstance(self.za_contexts, int) or not 1 <= self.za_contexts <= 16:
             raise ValueError(f"za_contexts must be between 1 and 16, not {self.za_contexts!r}")
+        depth = self.queue_depth
+        if not isinstance(depth, int) or not 1 <= depth <= 64 or depth & (depth - 1):
+            raise ValueError(f"queue_depth must be a power of two from 1 to 64, not {depth!r}")
+        if not isinstance(self.mem_outstanding, int) or not 1 <= self.mem_outstanding <= 16:
+            raise ValueError(
+                f"mem_outstanding must be between 1 and 16, not {self.mem_outstanding!r}")
 
     @property
     def min_svl(self) -> int:
@@ -140,6 +155,8 @@ class EngineConfig:
             "features": sorted(self.features),
             "mem_data_width": self.mem_data_width,
             "za_contexts": self.za_contexts,
+            "queue_depth": self.queue_depth,
+            "mem_outstanding": self.mem_outstanding,
             "id_aa64smfr0_el1": f"0x{self.id_aa64smfr0:016x}",
         }
 
@@ -155,6 +172,8 @@ class EngineConfig:
         try:
             return cls(max_svl=fields["max_svl"], supported_svls=tuple(fields["supported_svls"]),
                        features=frozenset(fields["features"]),
-                       mem_data_width=fields["mem_data_width"], za_contexts=fields["za_contexts"])
+                       mem_data_width=fields["mem_data_width"], za_contexts=fields["za_contexts"],
+                       queue_depth=fields["queue_depth"],
+                       mem_outstanding=fields["mem_outstanding"])
         except (KeyError, TypeError) as problem:
             raise ValueError(f"not an engine configuration: {problem!r}") from None
