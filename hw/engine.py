@@ -299,6 +299,7 @@ class ZaTileEngine(ConfigComponent):
             load_queue.entry.index.eq(incoming_sources[routed.slots.rm]),
             load_queue.entry.dest.eq(scoreboard.load_dest),
             load_queue.entry.predicate.eq(scoreboard.load_predicate),
+            load_queue.entry.governed.eq(present.pg),
             load_queue.entry.wait_valid.eq(scoreboard.wait_valid),
             load_queue.entry.wait_index.eq(scoreboard.wait_index),
             load_queue.x_completed.eq(x_completed),

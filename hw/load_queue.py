@@ -9,7 +9,8 @@ uses its destination, writes its governing predicate or accesses memory, from
 ``start``
     The entry at the start pointer may start in the load/store unit once the instruction it
     waits for has completed (``x_completed``, the count of completed execution-queue
-    instructions, has passed ``wait_index``).
+    instructions, has passed ``wait_index``), and, if it has a governing predicate, once no
+    predicate load (LDR P, which may write that predicate) is in flight.
 ``complete``
     The load/store unit finished the oldest started load: its fault and fault address are kept
     in the entry; the engine writes the destination (``complete_dest``) unless it faulted.
@@ -47,7 +48,7 @@ def completed_since(m, completed, index, width: int):
 def LoadEntryLayout(config: EngineConfig) -> data.StructLayout:
     """What a load brings into the queue."""
     return data.StructLayout({"word": 32, "base": 64, "index": 64, "dest": 5, "predicate": 1,
-                              "wait_valid": 1, "wait_index": index_width(config)})
+                              "governed": 1, "wait_valid": 1, "wait_index": index_width(config)})
 
 
 class LoadQueue(ConfigComponent):
@@ -121,12 +122,16 @@ class LoadQueue(ConfigComponent):
 
         waiting = entries[slot(started)]
         passed = completed_since(m, self.x_completed, waiting.wait_index, index_width(config))
+        predicate_loads = Signal(range(depth + 1))     # started and not completed
         m.d.comb += [self.start_entry.eq(waiting),
-                     self.start_valid.eq((started != tail) & (~waiting.wait_valid | passed))]
+                     self.start_valid.eq((started != tail) & (~waiting.wait_valid | passed)
+                                         & ~(waiting.governed & (predicate_loads != 0)))]
         with m.If(self.start):
             m.d.sync += started.eq(started + 1)
 
         finishing = entries[slot(completed)]
+        m.d.sync += predicate_loads.eq(predicate_loads + (self.start & waiting.predicate)
+                                       - (self.complete & finishing.predicate))
         m.d.comb += [self.complete_dest.eq(finishing.dest),
                      self.complete_predicate.eq(finishing.predicate)]
         with m.If(self.complete):

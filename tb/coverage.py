@@ -19,6 +19,14 @@ Groups:
 ``memory``      load fault, store fault, store fault after partial writes, forced bus errors.
 ``undefined``   words outside the instruction table (reserved encodings, near misses of every
                 form, random words), which must be UNDEF.
+``overlap``     what the decoupled engine overlaps (docs/architecture.md, "Decoupled
+                execution"), seen from its ports by :class:`OverlapTracker`: a vector load
+                entering while an outer product that reads its destination is in flight, an
+                outer product entering while a load of one of its sources is, a tile-slice
+                store (or STR ZA) entering while an outer product into that tile is, a fault
+                while an outer product is in flight, the issue port refusing an offered
+                instruction (a full queue), and the memory port with ``mem_outstanding`` beats
+                unanswered.
 
 :meth:`Coverage.to_json` / :meth:`Coverage.merge` carry counts between the simulator process and
 pytest; :meth:`Coverage.report` prints the summary.
@@ -33,11 +41,11 @@ from pathlib import Path
 import numpy as np
 
 from zatile.sw.arch.config import EngineConfig
-from zatile.sw.arch.isa import Decoded, Form, Requires, Trait, ops_with
+from zatile.sw.arch.isa import Decoded, Form, Requires, Trait, decode, ops_with
 from zatile.tb.implemented import RTL_FORMS
 
-__all__ = ["PREDICATE_CLASSES", "MEMORY_OPS", "STORE_OPS", "SLICE_OPS", "Sample", "Coverage",
-           "predicate_class", "predicate_granule"]
+__all__ = ["PREDICATE_CLASSES", "MEMORY_OPS", "STORE_OPS", "SLICE_OPS", "OVERLAP_EVENTS", "Sample",
+           "Coverage", "OverlapTracker", "predicate_class", "predicate_granule"]
 
 PREDICATE_CLASSES = ("all_true", "all_false", "sparse", "first_only", "last_only")
 MEMORY_OPS = frozenset(ops_with(Trait.LOAD, Trait.STORE))
@@ -46,6 +54,14 @@ SLICE_OPS = ops_with(Trait.ZA_SLICE)
 ZERO_MASK_CLASSES = ("empty", "one_d", "s_tile", "h_tile", "all", "other")
 MEMORY_EVENTS = ("load_fault", "store_fault", "store_partial_write", "forced_error_load",
                  "forced_error_store")
+OVERLAP_EVENTS = ("load_behind_mopa_same_z", "mopa_behind_load", "slice_store_behind_mopa",
+                  "fault_with_mopa_in_flight", "issue_stalled", "memory_saturated")
+#: Loads of the load queue (``hw.engine.DECOUPLED_LOADS``, by the table's operation names).
+DECOUPLED_LOAD_OPS = frozenset(("ld1_contiguous", "ldnt1_contiguous", "ld1_signed",
+                                "ld1_replicate", "ld1rq", "ldr_register"))
+OUTER_PRODUCT_OPS = frozenset(ops_with(Trait.OUTER_PRODUCT))
+#: Cycles an outer product's ZA writes follow its result (the floating-point array's latency).
+ARRAY_LATENCY = 4
 
 _SVCR_WRITERS = ops_with(Trait.SVCR_WRITE)
 
@@ -148,7 +164,8 @@ class Coverage:
     def __init__(self, config: EngineConfig, svls):
         self.bins: dict[str, dict[str, int]] = {g: {} for g in
                                                 ("outcome", "predicate", "slice", "zero_mask",
-                                                 "svcr", "pstate", "memory", "undefined")}
+                                                 "svcr", "pstate", "memory", "undefined",
+                                                 "overlap")}
         largest = max(svls) // 8
         for form in RTL_FORMS:
             for outcome in _outcomes(form, config):
@@ -173,6 +190,8 @@ class Coverage:
         for event in MEMORY_EVENTS:
             self.bins["memory"][event] = 0
         self.bins["undefined"]["unallocated"] = 0
+        for event in OVERLAP_EVENTS:
+            self.bins["overlap"][event] = 0
         self.unexpected: dict[str, int] = {}
 
     def _hit(self, group: str, name: str) -> None:
@@ -182,6 +201,10 @@ class Coverage:
         else:
             key = f"{group}:{name}"
             self.unexpected[key] = self.unexpected.get(key, 0) + 1
+
+    def hit_overlap(self, event: str) -> None:
+        """Count one overlap event (:class:`OverlapTracker`)."""
+        self._hit("overlap", event)
 
     def sample(self, sample: Sample) -> None:
         """Count one checked instruction."""
@@ -223,6 +246,7 @@ class Coverage:
             self._hit("zero_mask", _zero_mask_class(decoded.fields["mask"]))
         if form.op in _SVCR_WRITERS:
             self._hit("svcr", f"{sample.svcr_before}->{sample.svcr_after}")
+
 
     # ------------------------------------------------------------------ persistence
     def to_json(self) -> dict:
@@ -271,3 +295,79 @@ class Coverage:
             lines.append("  hits outside the declared bins: " + ", ".join(
                 f"{k} x{v}" for k, v in sorted(self.unexpected.items())))
         return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- overlap
+@dataclass
+class _InFlight:
+    decoded: Decoded | None
+    result_cycle: float | None = None
+
+
+class OverlapTracker:
+    """The ``overlap`` events of one engine, from the instructions entering it and their results.
+
+    An instruction is in flight from the cycle the issue port takes it until its result; an
+    outer product also for :data:`ARRAY_LATENCY` cycles after it (its ZA writes are still to
+    come).
+
+    Parameters
+    ----------
+    hit : callable
+        Called with the name of each event (one of :data:`OVERLAP_EVENTS`).
+    """
+
+    def __init__(self, hit):
+        self._hit = hit
+        self._flight: list[_InFlight] = []
+        self._waiting: list[_InFlight] = []       # in flight without a result, oldest first
+
+    def _in_flight(self, cycle: float) -> list[Decoded]:
+        self._flight = [entry for entry in self._flight if entry.result_cycle is None or (
+            entry.decoded is not None and entry.decoded.form.op in OUTER_PRODUCT_OPS
+            and cycle - entry.result_cycle < ARRAY_LATENCY)]
+        return [entry.decoded for entry in self._flight if entry.decoded is not None]
+
+    def accepted(self, word: int, cycle: float) -> None:
+        """The issue port took ``word`` at ``cycle``."""
+        decoded = decode(word)
+        others = self._in_flight(cycle)
+        entry = _InFlight(decoded)
+        self._flight.append(entry)
+        self._waiting.append(entry)
+        if decoded is None:
+            return
+        op = decoded.form.op
+        fields = decoded.fields
+        if op in DECOUPLED_LOAD_OPS and "zt" in fields:
+            if any(other.form.op in OUTER_PRODUCT_OPS
+                   and fields["zt"] in (other.fields.get("zn"), other.fields.get("zm"))
+                   for other in others):
+                self._hit("load_behind_mopa_same_z")
+        elif op in OUTER_PRODUCT_OPS:
+            sources = {fields.get("zn"), fields.get("zm")} - {None}
+            if any(other.form.op in DECOUPLED_LOAD_OPS and other.fields.get("zt") in sources
+                   for other in others):
+                self._hit("mopa_behind_load")
+        elif op in ("st1_tile", "str_za"):
+            if any(other.form.op in OUTER_PRODUCT_OPS and (
+                    op == "str_za" or (other.form.params["esize"] == decoded.form.params["esize"]
+                                       and other.fields["zada"] == fields["tile"]))
+                   for other in others):
+                self._hit("slice_store_behind_mopa")
+
+    def result(self, status: str, cycle: float) -> None:
+        """The oldest instruction without a result got one (``status``) at ``cycle``."""
+        entry = self._waiting.pop(0)
+        entry.result_cycle = cycle
+        if status == "FAULT" and any(other.form.op in OUTER_PRODUCT_OPS
+                                     for other in self._in_flight(cycle)):
+            self._hit("fault_with_mopa_in_flight")
+
+    def issue_stalled(self) -> None:
+        """The issue port held ``ready`` low while an instruction was offered."""
+        self._hit("issue_stalled")
+
+    def memory_saturated(self) -> None:
+        """The memory port had ``mem_outstanding`` beats unanswered."""
+        self._hit("memory_saturated")

@@ -31,6 +31,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.task import resume
 from cocotb.triggers import ClockCycles, Event, FallingEdge, SimTimeoutError, with_timeout
+from cocotb.utils import get_sim_time
 
 from zatile.hw.perf_counters import PerfLayout
 from zatile.sim.state import ArchState, Memory
@@ -39,6 +40,7 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, SVCR_SM, SVCR_ZA
 from zatile.sw.arch.engine import Engine, Result, Status
 from zatile.sw.arch.isa import FORMS_BY_NAME, Trait, decode, destination_of, operand_values
+from zatile.tb.coverage import OverlapTracker
 from zatile.tb.debug import DebugReader
 from zatile.tb.issue import IssueDriver, ResultMonitor, RtlResult
 from zatile.tb.memory import BusMemory, MemoryResponder
@@ -103,6 +105,9 @@ class EngineBench:
         self._drained.set()
         self.issue = self.results = self.memory = None
         self._clock_started = False
+        #: Told what enters the engine and what leaves it, when set (functional coverage).
+        self.overlap: OverlapTracker | None = None
+        self._issue_waits = 0
 
     # ------------------------------------------------------------------ set-up
     def set_pauses(self, style: str) -> None:
@@ -176,14 +181,29 @@ class EngineBench:
         _, callback = self._outstanding.popleft()
         if not self._outstanding:
             self._drained.set()
+        if self.overlap is not None:
+            self.overlap.result(result.status, self._cycle())
+            if self.memory.most_outstanding >= self.config.mem_outstanding:
+                self.overlap.memory_saturated()
+                self.memory.most_outstanding = 0
         callback(result)
+
+    def _cycle(self) -> float:
+        return get_sim_time("ns") / CLOCK_NS
+
+    def _accepted(self, word: int) -> None:
+        self.overlap.accepted(word, self._cycle())
+        if self.issue.source.waits > self._issue_waits:
+            self._issue_waits = self.issue.source.waits
+            self.overlap.issue_stalled()
 
     def issue_nowait(self, word: int, sources: Sequence[int],
                      on_result: Callable[[RtlResult], None]) -> None:
         """Queue one instruction; ``on_result`` gets its result (results come in order)."""
         self._drained.clear()
         self._outstanding.append((word, on_result))
-        self.issue.issue_nowait(word, tuple(sources))
+        self.issue.issue_nowait(word, tuple(sources),
+                                None if self.overlap is None else lambda: self._accepted(word))
 
     @property
     def outstanding(self) -> int:

@@ -263,6 +263,8 @@ class MemoryResponder:
         width = bus.beat_bytes * 8
         self.bus = bus
         self.requests = 0
+        #: The most requests taken and not yet answered at any time.
+        self.most_outstanding = 0
         self.responses = StreamSource(dut, clock, "mem_resp", response_fields(width),
                                       response_pauses)
         self.sink = StreamSink(dut, clock, "mem_req", request_fields(width), self._request,
@@ -270,6 +272,8 @@ class MemoryResponder:
 
     def _request(self, request: dict[str, int]) -> None:
         self.requests += 1
+        self.most_outstanding = max(self.most_outstanding,
+                                    self.requests - self.responses.transfers)
         data, error = self.bus.access(request["address"], bool(request["write"]),
                                       request["data"], request["byte_enable"])
         self.responses.send_nowait({"data": data, "error": int(error)})

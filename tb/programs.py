@@ -425,6 +425,66 @@ def structures(config: EngineConfig, svl: int, rng: random.Random) -> list[Progr
     return _programs("structures", words, state, size=100)
 
 
+#: What :func:`decoupled` mixes (``{z}``, ``{a}``, ``{b}``: Z0-Z7; ``{p}``, ``{q}``: P0-P3;
+#: ``{t}``: a .S tile; ``{x}``: X0/X1 in memory, X2 not). Loads and stores of Z and P, outer
+#: products, tile-slice stores, vector arithmetic and a predicate writer, over few registers so
+#: that they depend on one another.
+_DECOUPLED_PATTERNS = (
+    "ld1w {{z{z}.s}}, p{p}/z, [x{x}, x8, lsl #2]", "ld1b {{z{z}.b}}, p{p}/z, [x{x}, #1, mul vl]",
+    "ldr z{z}, [x{x}, #2, mul vl]", "ldr p{p}, [x{x}]", "ld1rw {{z{z}.s}}, p{p}/z, [x{x}, #4]",
+    "fmopa za{t}.s, p{p}/m, p{q}/m, z{a}.s, z{b}.s", "smopa za{t}.s, p{p}/m, p{q}/m, z{a}.b, z{b}.b",
+    "fmopa za{t}.s, p{p}/m, p{q}/m, z{a}.s, z{b}.s", "st1w {{za{t}h.s[w12, 0]}}, p{p}, [x{x}]",
+    "str za[w12, 1], [x{x}, #1, mul vl]", "st1w {{z{z}.s}}, p{p}, [x{x}, x8, lsl #2]",
+    "add z{z}.s, z{a}.s, z{b}.s", "whilelo p{p}.s, x8, x9", "str p{p}, [x{x}, #3, mul vl]",
+)
+
+
+def decoupled(config: EngineConfig, svl: int, rng: random.Random) -> list[Program]:
+    """Streams for the load queue: GEMM k steps (four loads, four outer products, registers
+    alternating between steps), the same without alternating (each load overwrites what the
+    previous step's outer products read), and random mixes of loads, stores, outer products and
+    register writers over Z0-Z7 and P0-P3, with an occasional load from unmapped memory among
+    outer products; every pause style."""
+    svl_bytes = svl // 8
+    floats = config.has("F32F32")
+    mopa = "fmopa za{t}.s, p0/m, p0/m, z{a}.s, z{b}.s" if floats else \
+        "smopa za{t}.s, p0/m, p0/m, z{a}.b, z{b}.b"
+
+    def gemm(steps: int, alternate: bool) -> list[int]:
+        words = []
+        for step in range(steps):
+            first = 4 * (step % 2) if alternate else 0
+            words += [assemble_line(f"ld1w {{z{first + n}.s}}, p0/z, [x{n % 2}, x8, lsl #2]")
+                      for n in range(4)]
+            words += [assemble_line(mopa.format(t=2 * a + b, a=first + a, b=first + 2 + b))
+                      for a in range(2) for b in range(2)]
+        return words
+
+    def mix(count: int) -> list[int]:
+        patterns = [p for p in _DECOUPLED_PATTERNS if floats or not p.startswith("fmopa")]
+        return [assemble_line(rng.choice(patterns).format(
+            z=rng.randrange(8), a=rng.randrange(8), b=rng.randrange(8), p=rng.randrange(4),
+            q=rng.randrange(4), t=rng.randrange(4),
+            x=2 if rng.random() < 0.04 else rng.randrange(2))) for _ in range(count)]
+
+    def state() -> ArchState:
+        initial = initial_state(rng, svl, 3)
+        initial.x[0:3] = (DATA_BASE, DATA_BASE + 4 * svl_bytes, 0x1000)
+        initial.x[8:10] = (1, 1 << 40)
+        initial.x[12] = 0
+        initial.p[0] = 0xFF
+        return initial
+
+    programs = [Program("decoupled.gemm", gemm(12, True), state(), lockstep=False,
+                        check_every=False, pauses="none"),
+                Program("decoupled.gemm-reuse", gemm(12, False), state(), lockstep=False,
+                        check_every=False, pauses="light")]
+    for index, style in enumerate(("none", "light", "heavy", "bursty")):
+        programs.append(Program(f"decoupled.mix.{index}", mix(150), state(), lockstep=False,
+                                check_every=False, pauses=style))
+    return programs
+
+
 #: Directed groups by name (cocotb test ``directed_<name>`` runs one group).
 DIRECTED: dict[str, Callable[[EngineConfig, int, random.Random], list[Program]]] = {
     "forms": every_form,
@@ -438,6 +498,7 @@ DIRECTED: dict[str, Callable[[EngineConfig, int, random.Random], list[Program]]]
     "unallocated": unallocated,
     "memory_errors": memory_errors,
     "structures": structures,
+    "decoupled": decoupled,
 }
 
 

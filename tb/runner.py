@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from zatile.hw.verilog import generate_verilog
 
 __all__ = ["REPO", "CACHE", "SIMULATORS", "Build", "TestRun", "SimulationFailed",
            "verilator_env", "waves_requested", "quiet", "build_design", "engine_verilog",
@@ -61,6 +60,10 @@ CACHE = Path(os.environ.get("ZATILE_CACHE", REPO / ".zatile-cache"))
 SIMULATORS = ("verilator", "icarus")
 #: Bump when the way builds are made changes (invalidates every cached build).
 _BUILD_RECIPE = 4
+#: What the fresh interpreter of :func:`engine_verilog` runs (argv: configuration JSON, directory).
+_GENERATE = ("import json, sys; from zatile.hw.verilog import generate_verilog; "
+             "from zatile.sw.arch.config import EngineConfig; print(*generate_verilog("
+             "EngineConfig.from_json_dict(json.loads(sys.argv[1])), sys.argv[2]))")
 #: Files whose content decides the engine's Verilog (hw imports only hw and sw/arch).
 _HW_INPUTS = ("hw/**/*.py", "sw/arch/**/*.py")
 
@@ -492,17 +495,34 @@ def engine_verilog(config) -> list[Path]:
     """The generated files of :func:`zatile.hw.verilog.generate_verilog` for ``config``, cached.
 
     Generated once per configuration and ``hw/`` source state, and shared by every simulator
-    build and by the lint and synthesis checks.
+    build and by the lint and synthesis checks. The generation runs in a fresh interpreter: this
+    process may have imported ``hw/`` before its files changed (a long test run while someone
+    edits), and its modules must not be filed under the new sources' key.
+
+    Raises
+    ------
+    RuntimeError
+        If the generation fails, or ``hw/`` changed while it ran.
     """
+    fingerprint = _source_fingerprint(_HW_INPUTS)
     key = _digest([_BUILD_RECIPE, json.dumps(config.to_json_dict(), sort_keys=True),
-                   *_source_fingerprint(_HW_INPUTS)])
+                   *fingerprint])
     directory = CACHE / f"verilog-svl{config.max_svl}-{key}"
     stamp = directory / "generated.json"
     with _locked(CACHE / f"{directory.name}.lock"):
         if not stamp.exists():
             shutil.rmtree(directory, ignore_errors=True)
             start = time.monotonic()
-            paths = generate_verilog(config, directory)
+            generated = subprocess.run(
+                [sys.executable, "-c", _GENERATE, json.dumps(config.to_json_dict()),
+                 str(directory)], capture_output=True, text=True, cwd=REPO)
+            if generated.returncode:
+                raise RuntimeError(f"generating the Verilog of {config} failed:\n"
+                                   f"{generated.stderr[-4000:]}")
+            if _source_fingerprint(_HW_INPUTS) != fingerprint:
+                shutil.rmtree(directory, ignore_errors=True)
+                raise RuntimeError("hw/ changed while its Verilog was generated; run again")
+            paths = [Path(line) for line in generated.stdout.split()]
             stamp.write_text(json.dumps({"files": [p.name for p in paths],
                                          "seconds": round(time.monotonic() - start, 2)}))
     return [directory / name for name in json.loads(stamp.read_text())["files"]]

@@ -23,6 +23,7 @@ from amaranth import Shape
 from amaranth.lib import data
 from cocotb.queue import Queue
 from cocotb.triggers import ClockCycles, Event, FallingEdge, ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
 
 from zatile.tb.pauses import PauseGenerator, no_pauses
 
@@ -174,6 +175,8 @@ class _StreamAgent:
         self._payload = Payload(dut, f"{name}__payload", fields)
         self.pauses = pauses or no_pauses()
         self.transfers = 0
+        #: Transfers for which this side waited for the other (a source for ``ready``).
+        self.waits = 0
         self._task = None
 
     def _start(self) -> None:
@@ -190,7 +193,10 @@ class _StreamAgent:
             own.value = 0
             await ClockCycles(self._clock, idle, FallingEdge)
         own.value = 1
+        offered = get_sim_time("ns")
         await _settled_high(other, self._clock, falling)
+        if get_sim_time("ns") != offered:
+            self.waits += 1
 
 
 class StreamSource(_StreamAgent):

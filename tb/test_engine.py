@@ -33,7 +33,7 @@ from cocotb.utils import get_sim_time
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.engine import Status
 from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME
-from zatile.tb.coverage import Coverage
+from zatile.tb.coverage import Coverage, OverlapTracker
 from zatile.tb.engine import CLOCK_NS, EngineBench, smcr_len_for
 from zatile.tb.issue import RtlResult, ScalarFile
 from zatile.tb.programs import DIRECTED, Program, initial_state, instance, random_programs
@@ -56,6 +56,7 @@ class Session:
         self.rng = random.Random(f"{self.seed}:{self.svl}:{name}")
         self.bench = EngineBench(dut, self.config, seed=self.rng.getrandbits(32))
         self.coverage = Coverage(self.config, [self.svl])
+        self.bench.overlap = OverlapTracker(self.coverage.hit_overlap)
         self.stats = Counter()
         self.started = time.monotonic()
 
@@ -110,9 +111,11 @@ async def run_program(session: Session, program: Program) -> None:
         if pending_writes and host.reads(word) & {r for r, n in pending_writes.items() if n}:
             await bench.drain()               # a CPU would stall on the register dependency
         expectation = scoreboard.predict(word)
-        faulting = expectation.result.status is Status.FAULT
+        # A faulting store runs alone (partial-write accounting needs it); a faulting load
+        # streams with the rest (its neighbours overlap it in the decoupled engine).
+        faulting = expectation.result.status is Status.FAULT and expectation.is_store
         if faulting:
-            await bench.drain()               # partial-write accounting needs it alone
+            await bench.drain()
         destination = host.writes(word)
         if destination is not None:
             pending_writes[destination] += 1

@@ -18,7 +18,7 @@ from zatile.sim.state import Memory
 from zatile.sw.arch.asm import assemble_line
 from zatile.sw.arch.config import EngineConfig
 from zatile.sim.engine import ModelEngine
-from zatile.tb.coverage import Coverage
+from zatile.tb.coverage import OVERLAP_EVENTS, Coverage, OverlapTracker
 from zatile.tb.issue import RtlResult, ScalarFile
 from zatile.tb.memory import BusMemory
 from zatile.tb.programs import DIRECTED, initial_state, random_programs
@@ -241,3 +241,60 @@ def test_one_planted_result_field_is_named(text, planted, where):
     scoreboard.predict(assemble_line(text))
     with pytest.raises(Mismatch, match=f"planted, instruction #0 '{re.escape(text)}'.*{where}"):
         scoreboard.check(planted)
+
+
+def _overlap_events(steps) -> list[str]:
+    """Feed an :class:`OverlapTracker` ``(cycle, "accept", text)`` / ``(cycle, "result",
+    status)`` steps and return the events it reported."""
+    events = []
+    tracker = OverlapTracker(events.append)
+    for cycle, kind, what in steps:
+        if kind == "accept":
+            tracker.accepted(assemble_line(what), cycle)
+        else:
+            tracker.result(what, cycle)
+    return events
+
+
+@pytest.mark.parametrize("steps, event", [
+    ([(0, "accept", "fmopa za0.s, p0/m, p0/m, z1.s, z2.s"),
+      (1, "accept", "ld1w {z2.s}, p0/z, [x0]")], "load_behind_mopa_same_z"),
+    ([(0, "accept", "ld1w {z2.s}, p0/z, [x0]"),
+      (1, "accept", "smopa za1.s, p0/m, p0/m, z2.b, z3.b")], "mopa_behind_load"),
+    ([(0, "accept", "fmopa za3.s, p0/m, p0/m, z1.s, z2.s"), (1, "result", "OK"),
+      (3, "accept", "st1w {za3h.s[w12, 0]}, p0, [x0]")], "slice_store_behind_mopa"),
+    ([(0, "accept", "fmopa za3.s, p0/m, p0/m, z1.s, z2.s"), (1, "result", "OK"),
+      (2, "accept", "str za[w12, 0], [x0]")], "slice_store_behind_mopa"),
+    ([(0, "accept", "fmopa za0.s, p0/m, p0/m, z1.s, z2.s"),
+      (1, "accept", "ld1w {z5.s}, p0/z, [x0]"), (2, "result", "OK"),
+      (3, "result", "FAULT")], "fault_with_mopa_in_flight"),
+])
+def test_the_overlap_tracker_reports_each_case(steps, event):
+    assert _overlap_events(steps) == [event]
+
+
+@pytest.mark.parametrize("steps", [
+    # the load's destination is not a source of the outer product
+    [(0, "accept", "fmopa za0.s, p0/m, p0/m, z1.s, z2.s"), (1, "accept", "ld1w {z3.s}, p0/z, [x0]")],
+    # the load had its result before the outer product entered
+    [(0, "accept", "ld1w {z2.s}, p0/z, [x0]"), (1, "result", "OK"),
+     (2, "accept", "smopa za1.s, p0/m, p0/m, z2.b, z3.b")],
+    # another tile, and an outer product whose ZA writes are over
+    [(0, "accept", "fmopa za3.s, p0/m, p0/m, z1.s, z2.s"), (1, "result", "OK"),
+     (2, "accept", "st1w {za2h.s[w12, 0]}, p0, [x0]"),
+     (9, "accept", "st1w {za3h.s[w12, 0]}, p0, [x0]")],
+    # a fault with nothing else in flight
+    [(0, "accept", "ld1w {z5.s}, p0/z, [x0]"), (5, "result", "FAULT")],
+])
+def test_the_overlap_tracker_ignores_near_misses(steps):
+    assert _overlap_events(steps) == []
+
+
+def test_overlap_bins_are_declared_and_counted():
+    coverage = Coverage(CONFIG, [128])
+    assert set(coverage.bins["overlap"]) == set(OVERLAP_EVENTS)
+    tracker = OverlapTracker(coverage.hit_overlap)
+    tracker.issue_stalled()
+    tracker.memory_saturated()
+    assert coverage.unhit().count("overlap/issue_stalled") == 0
+    assert "overlap/mopa_behind_load" in coverage.unhit()
