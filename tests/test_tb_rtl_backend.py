@@ -72,6 +72,23 @@ def test_compare_model_and_rtl_on_random_programs():
         assert result.agree, result.difference
 
 
+@pytest.mark.soak
+def test_cli_run_writes_a_waveform(tmp_path, capsys):
+    """``zatile run --backend rtl --waves``: a traced engine build (about 7 minutes of Verilator
+    for the SVL 128 engine, hence under soak; the tb's traced builds are covered by
+    tests/test_tb_vip.py on a small design)."""
+    source = tmp_path / "prog.s"
+    source.write_text(PROGRAM)
+    state = tmp_path / "in.npz"
+    _state().save(state)
+    waves = tmp_path / "run.wave"
+    assert cli.main(["run", str(source), "--svl", "128", "--backend", "rtl", "--state-in",
+                     str(state), "--waves", str(waves), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["waveform"] == str(waves) and waves.stat().st_size > 0
+    assert set(report["rtl"]["perf"]) == set(PERF_COUNTERS) and report["rtl"]["perf"]["traps"] == 1
+
+
 def test_cli_run_and_compare(tmp_path, capsys):
     source = tmp_path / "prog.s"
     source.write_text(PROGRAM)
@@ -88,12 +105,6 @@ def test_cli_run_and_compare(tmp_path, capsys):
     assert re.search(r"RTL: \d+ cycles for the program", text)
     assert re.search(r"retired=11, retired_mopa=1, retired_ldst=3, retired_other=7, traps=1, "
                      r"macs=16", text), text
-    waves = tmp_path / "run.wave"
-    assert cli.main(["run", str(source), "--svl", "128", "--backend", "rtl", "--state-in",
-                     str(state), "--waves", str(waves), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["waveform"] == str(waves) and waves.stat().st_size > 0
-    assert set(report["rtl"]["perf"]) == set(PERF_COUNTERS) and report["rtl"]["perf"]["traps"] == 1
     assert cli.main(["compare", str(source), "--svl", "128", "--backends", "model,rtl",
                      "--state-in", str(state)]) == 0
     assert "model, rtl agree at SVL 128" in capsys.readouterr().out
