@@ -72,15 +72,22 @@ def test_compare_model_and_rtl_on_random_programs():
         assert result.agree, result.difference
 
 
-@pytest.mark.soak
-def test_cli_run_writes_a_waveform(tmp_path, capsys):
-    """``zatile run --backend rtl --waves``: a traced engine build (about 7 minutes of Verilator
-    for the SVL 128 engine, hence under soak; the tb's traced builds are covered by
-    tests/test_tb_vip.py on a small design)."""
+@pytest.fixture
+def program_files(tmp_path):
+    """PROGRAM and its initial state, as the files ``zatile run`` takes."""
     source = tmp_path / "prog.s"
     source.write_text(PROGRAM)
     state = tmp_path / "in.npz"
     _state().save(state)
+    return source, state
+
+
+@pytest.mark.soak
+def test_cli_run_writes_a_waveform(tmp_path, capsys, program_files):
+    """``zatile run --backend rtl --waves``: a traced engine build (about 7 minutes of Verilator
+    for the SVL 128 engine, hence under soak; the tb's traced builds are covered by
+    tests/test_tb_vip.py on a small design)."""
+    source, state = program_files
     waves = tmp_path / "run.wave"
     assert cli.main(["run", str(source), "--svl", "128", "--backend", "rtl", "--state-in",
                      str(state), "--waves", str(waves), "--json"]) == 0
@@ -89,11 +96,8 @@ def test_cli_run_writes_a_waveform(tmp_path, capsys):
     assert set(report["rtl"]["perf"]) == set(PERF_COUNTERS) and report["rtl"]["perf"]["traps"] == 1
 
 
-def test_cli_run_and_compare(tmp_path, capsys):
-    source = tmp_path / "prog.s"
-    source.write_text(PROGRAM)
-    state = tmp_path / "in.npz"
-    _state().save(state)
+def test_cli_run_and_compare(tmp_path, capsys, program_files):
+    source, state = program_files
     out = tmp_path / "out.npz"
     assert cli.main(["run", str(source), "--svl", "128", "--backend", "rtl", "--state-in",
                      str(state), "--state-out", str(out), "--show", "za0.s"]) == 0
