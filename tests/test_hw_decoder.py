@@ -60,6 +60,11 @@ def _run_words(config: EngineConfig, words: list[int], ops=None) -> None:
             assert ctx.get(out.form) == isa.FORMS.index(form), (hex(word), form.name)
             performed = ops is None or Op[form.op.upper()] in ops
             assert ctx.get(out.undef) == (not (present and performed)), (hex(word), form.name)
+            if not performed:
+                # Only form and undef are decoded for an operation the engine does not perform.
+                assert ctx.get(out.op.as_value()) == 0 and not any(
+                    ctx.get(out.fields[name]) for name in FIELD_NAMES), (hex(word), form.name)
+                continue
             assert ctx.get(out.op) == Op[form.op.upper()]
             assert ctx.get(out.access) == Access[form.requires.name]
             assert 1 << ctx.get(out.esize_log2) == form.params.get("esize", 1)
