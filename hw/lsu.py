@@ -36,12 +36,17 @@ access at a bus as wide as the SVL takes one beat: one tile slice per beat.
 Accesses are pipelined: a new access may start (``ready``) in the cycle the previous one
 requests its last beat, so that single-beat accesses request one beat per cycle; up to
 ``config.mem_outstanding`` beats are in flight, answered in order, and accesses complete in order.
-Loads request every beat of their footprint; stores request a beat only when no beat is in flight
-(each store beat waits for the acknowledgement of the one before). A beat answered with ``error``
-makes its access fail with ``fault`` and ``fault_address`` = the first enabled byte of the
-failing beat. A faulting load changes nothing (its data is discarded; its other beats are still
-read, which has no side effect on this bus); a faulting store has written exactly the beats before
-the failing one (in address order): its later beats are never requested.
+Loads and stores alike request every beat of their footprint, one per cycle, without waiting for
+the answers. The first beat an access requests is marked ``first``. A beat answered with
+``error`` makes its access fail with ``fault`` and ``fault_address`` = the first enabled byte of
+the failing beat. A faulting load changes nothing (its data is discarded).
+
+The abandon rule keeps a faulting store precise: after a beat answered with ``error``, the slave
+answers every beat up to the next one marked ``first`` with ``error`` and does not perform it.
+The beats of a failing store requested after its failing one are thus never written: it has
+written exactly the beats before the failing one (in address order). The next access starts a
+new run with its ``first`` beat (each instruction faults or completes on its own; the engine
+orders accesses, docs/architecture.md, "Decoupled execution").
 
 Handshake with the engine
 -------------------------
@@ -87,9 +92,10 @@ _CONTIGUOUS_OPS = (Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS, Op.LDNT1_CONTIGUOUS,
 
 
 def MemRequestLayout(width: int) -> data.StructLayout:
-    """A memory beat request: aligned ``address``, ``write``, ``data`` and one enable per byte."""
+    """A memory beat request: aligned ``address``, ``write``, ``data``, one enable per byte,
+    and ``first`` on the first beat of an access (the abandon rule, module documentation)."""
     return data.StructLayout({"address": 64, "write": 1, "data": width,
-                              "byte_enable": width // 8})
+                              "byte_enable": width // 8, "first": 1})
 
 
 def MemResponseLayout(width: int) -> data.StructLayout:
@@ -331,6 +337,7 @@ class LoadStoreUnit(ConfigComponent):
 
         q_valid = Signal()
         q_write = Signal()
+        q_first = Signal()              # no beat of the access has been requested yet
         q_beat_base = Signal(64)
         q_enables = Signal(image_bytes)
         q_data = Signal(image_bytes * 8)
@@ -339,12 +346,12 @@ class LoadStoreUnit(ConfigComponent):
         final_beat = (q_to_request & ~request_one_hot) == 0
         width = beat * 8
         m.d.comb += [
-            self.mem_req.valid.eq(q_valid & q_to_request.any() & beat_tags.w_rdy
-                                  & ~(q_write & beat_tags.r_rdy)),
+            self.mem_req.valid.eq(q_valid & q_to_request.any() & beat_tags.w_rdy),
             self.mem_req.payload.address.eq(q_beat_base + request_beat * beat),
             self.mem_req.payload.write.eq(q_write),
             self.mem_req.payload.data.eq(q_data.word_select(request_beat, width)),
             self.mem_req.payload.byte_enable.eq(q_enables.word_select(request_beat, beat)),
+            self.mem_req.payload.first.eq(q_first),
         ]
         requested = self.mem_req.valid & self.mem_req.ready
         m.d.comb += [beat_tags.w_en.eq(requested),
@@ -365,15 +372,10 @@ class LoadStoreUnit(ConfigComponent):
             m.d.sync += r_loaded.word_select(tag.beat, width).eq(self.mem_resp.payload.data)
         with m.If(failed & ~h_fault):
             m.d.sync += [h_fault.eq(1), h_fault_address.eq(failing_address)]
-        # A store stops at its failing beat: it has no other beat in flight, and the beats not
-        # yet requested are dropped.
-        store_failed = failed & head.write
-        completes = accesses.r_rdy & Mux(head.empty, completion_free,
-                                         responded & (tag.last | store_failed))
+        completes = accesses.r_rdy & Mux(head.empty, completion_free, responded & tag.last)
 
         # ---- a new access
-        m.d.comb += self.ready.eq((~q_valid | (requested & final_beat)) & accesses.w_rdy
-                                  & ~store_failed)
+        m.d.comb += self.ready.eq((~q_valid | (requested & final_beat)) & accesses.w_rdy)
         accepted = self.start & self.ready
         m.d.comb += [
             accesses.w_en.eq(accepted),
@@ -383,15 +385,13 @@ class LoadStoreUnit(ConfigComponent):
                 address & ~Const(beat - 1, 64), enable_image, ~nonempty.any())),
         ]
         with m.If(accepted):
-            m.d.sync += [q_valid.eq(nonempty.any()), q_write.eq(is_store),
+            m.d.sync += [q_valid.eq(nonempty.any()), q_write.eq(is_store), q_first.eq(1),
                          q_beat_base.eq(address & ~Const(beat - 1, 64)),
                          q_enables.eq(enable_image), q_data.eq(data_image),
                          q_to_request.eq(nonempty)]
-        with m.Elif(store_failed):
-            m.d.sync += [q_valid.eq(0), q_to_request.eq(0)]
         with m.Elif(requested):
             m.d.sync += [q_to_request.eq(q_to_request & ~request_one_hot),
-                         q_valid.eq(~final_beat)]
+                         q_valid.eq(~final_beat), q_first.eq(0)]
 
         # ---- the completed access, held until ``ack``
         c_layout = Signal(6)

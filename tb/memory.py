@@ -5,7 +5,10 @@
 snapshots) plus private regions the testbench itself uses (the staging area that loads an
 initial state through the issue port). It answers ``error=1`` for a beat any of whose enabled
 bytes is unmapped, can force errors on mapped beats, poisons the bytes of a read beat that the
-request did not enable (so an LSU that uses them is caught), and logs every write.
+request did not enable (so an LSU that uses them is caught), and logs every write. It keeps the
+port's abandon rule (:mod:`zatile.hw.lsu`, "Beats"): after a beat answered with ``error``, every
+beat up to the next one marked ``first`` is answered with ``error`` and not performed, so the
+beats of a failing store requested after its failing one write nothing.
 
 :class:`MemoryResponder` is the cocotb agent: a :class:`~tb.stream.StreamSink` on ``mem_req``
 and a :class:`~tb.stream.StreamSource` on ``mem_resp``, each with its own pause generator, so
@@ -115,6 +118,9 @@ class BusMemory:
         self.forced: list[tuple[int, int, bool]] = []
         self.reads = 0
         self.errors = 0
+        #: Beats dropped by the abandon rule.
+        self.abandoned = 0
+        self._abandoning = False
 
     # ---------------------------------------------------------------- private staging memory
     def map_private(self, base: int, data) -> None:
@@ -156,8 +162,12 @@ class BusMemory:
         return pieces
 
     # ---------------------------------------------------------------------------- beats
-    def access(self, address: int, write: bool, data: int, byte_enable: int) -> tuple[int, bool]:
+    def access(self, address: int, write: bool, data: int, byte_enable: int,
+               first: bool = True) -> tuple[int, bool]:
         """Perform one beat; returns (read data, error).
+
+        A beat not marked ``first`` after one answered with ``error`` is abandoned: answered
+        with ``error``, not performed (module documentation).
 
         Raises
         ------
@@ -169,6 +179,14 @@ class BusMemory:
             raise BusError(f"mem_req address 0x{address:x} is not aligned to {lanes} bytes")
         if byte_enable >> lanes:
             raise BusError(f"mem_req byte_enable 0x{byte_enable:x} has more than {lanes} lanes")
+        if first:
+            self._abandoning = False
+        elif self._abandoning:
+            self.abandoned += 1
+            if write:
+                self.writes.append(BeatWrite(address, data.to_bytes(lanes, "little"),
+                                             byte_enable, True, False))
+            return int.from_bytes(self.rng.randbytes(lanes), "little"), True
         pieces, error = [], False
         for lane, length in _runs(byte_enable, lanes):
             mapped = self._mapped(address + lane, length, write)
@@ -183,6 +201,7 @@ class BusMemory:
             self.forced.append((address, byte_enable, write))
         if error:
             self.errors += 1
+            self._abandoning = True
         if write:
             payload = data.to_bytes(lanes, "little")
             self.writes.append(BeatWrite(address, payload, byte_enable, error, forced))
@@ -275,7 +294,8 @@ class MemoryResponder:
         self.most_outstanding = max(self.most_outstanding,
                                     self.requests - self.responses.transfers)
         data, error = self.bus.access(request["address"], bool(request["write"]),
-                                      request["data"], request["byte_enable"])
+                                      request["data"], request["byte_enable"],
+                                      bool(request["first"]))
         self.responses.send_nowait({"data": data, "error": int(error)})
 
     def stop(self) -> None:

@@ -90,6 +90,7 @@ async def run_program(session: Session, program: Program) -> None:
                       memory=initial.memory.copy())
     await bench.load_state(initial)
     perf_before = bench.perf()
+    abandoned_before = bench.bus.abandoned
     if not program.sme_enabled:
         bench.set_inputs(sme_enable=False)
     bench.bus.forced_error_rate = program.forced_error_rate
@@ -139,7 +140,8 @@ async def run_program(session: Session, program: Program) -> None:
                              f"model 0x{state.sp:x}/0x{state.fpsr:x}")
     check_perf(bench, perf_before, scoreboard, program.name)
     session.stats.update(programs=1, instructions=scoreboard.checked,
-                         partial_store_bytes=scoreboard.partial_store_bytes)
+                         partial_store_bytes=scoreboard.partial_store_bytes,
+                         abandoned_beats=bench.bus.abandoned - abandoned_before)
 
 
 def check_perf(bench: EngineBench, before: dict, scoreboard: Scoreboard, name: str) -> None:

@@ -36,6 +36,7 @@ class _Bench:
         self.z, self.memory, self.failing = z, memory, failing
         self.cycles = 0
         self.fault = None
+        self.abandoning = False        # the port's abandon rule (hw/lsu.py, "Beats")
         self.top = m = Module()
         self.decoded = Signal(DecodedLayout)
         m.submodules.structure = self.structure = StructureAccess(config)
@@ -102,7 +103,9 @@ class _Bench:
         """Perform one beat on the memory (at BASE); return the response."""
         width = self.beat_bytes
         address = request.address - BASE
-        if request.address in self.failing:
+        self.abandoning &= not request.first
+        if self.abandoning or request.address in self.failing:
+            self.abandoning = True
             return {"data": 0, "error": 1}
         if request.write:
             data = request.data.to_bytes(width, "little")

@@ -30,7 +30,7 @@ def test_cli_writes_verilog_control_file_and_json(tmp_path, capsys):
     assert description["config"] == config.to_json_dict()
     assert description["config"]["id_aa64smfr0_el1"] == "0x000000f100000000"
     ports = description["ports"]
-    assert ports["mem_req__payload"] == {"direction": "out", "width": 64 + 1 + 64 + 8}
+    assert ports["mem_req__payload"] == {"direction": "out", "width": 64 + 1 + 64 + 8 + 1}
     assert ports["za_context"] == {"direction": "in", "width": 1}
     assert ports["issue__ready"]["direction"] == "out"
     verilog = (tmp_path / f"{TOPLEVEL}.v").read_text()

@@ -71,6 +71,24 @@ def test_bus_memory_reads_writes_and_errors():
         bus.access(0x1000, False, 0, 1 << 16)
 
 
+def test_bus_memory_abandons_the_beats_after_an_error_up_to_the_next_first_one():
+    """The port's abandon rule: a store's beats after its failing one write nothing, the next
+    access (its first beat) is performed again."""
+    bus = _bus()
+    ones = int.from_bytes(b"\x11" * 16, "little")
+    assert not bus.access(0x1000, True, ones, 0xFFFF)[1]              # beat 0 written
+    assert bus.access(0x1060, True, ones, 0xFFFF, first=False)[1]     # beat 1 unmapped
+    assert bus.access(0x1010, True, ones, 0xFFFF, first=False)[1]     # beat 2 abandoned
+    assert bus.memory.read(0x1010, 16).tolist() == list(range(16, 32))
+    assert bus.access(0x1020, False, 0, 0xFFFF, first=False)[1]       # so is a read
+    assert bus.abandoned == 2
+    assert [beat.written() != {} for beat in bus.take_writes()] == [True, False, False]
+    assert not bus.access(0x1010, True, ones, 0xFFFF)[1]              # the next access
+    assert bus.memory.read(0x1010, 16).tolist() == [0x11] * 16
+    # Without an error, later beats are performed.
+    assert not bus.access(0x1020, True, ones, 0x0001, first=False)[1]
+
+
 def test_bus_memory_private_regions_and_forced_errors():
     bus = _bus()
     bus.map_private(0x9000, bytes(range(16)))
@@ -176,7 +194,8 @@ def _loopback(width: int):
                     {"status": 2, "smtc": 3, "scalar": 64, "fault_address": 64,
                      "fpsr_reset": 1}))),
                 "mem_req": Out(stream.Signature(data.StructLayout(
-                    {"address": 64, "write": 1, "data": width, "byte_enable": width // 8}))),
+                    {"address": 64, "write": 1, "data": width, "byte_enable": width // 8,
+                     "first": 1}))),
                 "mem_resp": In(stream.Signature(data.StructLayout({"data": width, "error": 1}))),
                 "debug_addr": In(data.StructLayout({"space": 2, "index": 8})),
                 "debug_data": Out(width),
@@ -211,7 +230,8 @@ def _loopback(width: int):
                                  self.mem_req.payload.address.eq(src0),
                                  self.mem_req.payload.write.eq(word[0]),
                                  self.mem_req.payload.data.eq(Cat(*[src1] * (width // 64))),
-                                 self.mem_req.payload.byte_enable.eq(src2)]
+                                 self.mem_req.payload.byte_enable.eq(src2),
+                                 self.mem_req.payload.first.eq(1)]
                     with m.If(self.mem_req.ready):
                         m.next = "RESPONSE"
                 with m.State("RESPONSE"):
