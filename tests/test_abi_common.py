@@ -34,16 +34,20 @@ SVLS = (128, 256, 512)
 #: The engine behind every kernel ``new_kernel`` makes: the reference model in-process, or
 #: whatever :func:`use_engine` installed (the RTL harness, tb/abi.py, installs the RTL engine).
 _engine_class = ModelEngine
+#: The largest SVL of the engine ``new_kernel`` makes when the test does not name one.
+_default_max_svl = 512
 
 
-def use_engine(engine_class) -> None:
-    """Make ``new_kernel`` build its kernels on ``engine_class(config, memory)``."""
-    global _engine_class
-    _engine_class = engine_class
+def use_engine(engine_class, default_max_svl: int = 512) -> None:
+    """Make ``new_kernel`` build its kernels on ``engine_class(config, memory)``, with
+    ``default_max_svl`` when the test does not name the engine's largest SVL."""
+    global _engine_class, _default_max_svl
+    _engine_class, _default_max_svl = engine_class, default_max_svl
 
 
-def new_kernel(max_svl: int = 512, **kwargs) -> Kernel:
-    return Kernel(EngineConfig(max_svl=max_svl), engine_class=_engine_class, **kwargs)
+def new_kernel(max_svl: int | None = None, **kwargs) -> Kernel:
+    return Kernel(EngineConfig(max_svl=max_svl or _default_max_svl), engine_class=_engine_class,
+                  **kwargs)
 
 
 def run_to_completion(kernel: Kernel, max_steps: int = 200_000, **kwargs) -> None:

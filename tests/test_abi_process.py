@@ -381,15 +381,15 @@ def test_prctl_errors(option, arg):
     assert kernel.prctl(thread, option, arg) == -c.EINVAL
 
 
-def test_prctl_vl_change_drops_za_and_keeps_v():
+def test_prctl_vl_change_drops_za_and_keeps_v(vl=64):
     vregs = pattern(512, 11)
     seen = {}
     program = Executable({"main": [
         set_vl(16), Call(lambda ctx: setattr(ctx, "vregs", vregs)), "smstart za",
-        *prctl_step("set", c.PR_SME_SET_VL, 64), "mrs x9, svcr",
+        *prctl_step("set", c.PR_SME_SET_VL, vl), "mrs x9, svcr",
         Call(lambda ctx: seen.update(svcr=ctx.x[9], v=ctx.vregs)), exit_(0)]})
     process, kernel = run_single(program)
-    assert reports(process)["set"] == 64
+    assert reports(process)["set"] == vl
     assert seen == {"svcr": 0, "v": vregs}
 
 
@@ -405,13 +405,14 @@ def test_prctl_set_same_vl_keeps_za():
 
 
 # --------------------------------------------------------------------------------- execve
-def test_execve_resets_sme_state_and_tls():
+def test_execve_resets_sme_state_and_tls(vl=64):
+    """(``vl``: the VL set before the execve; the new image has the default, 32.)"""
     kernel = new_kernel()
     kernel.install("/bin/after", Executable({"main": [
         "mrs x9, svcr", report("svcr"), Mrs(9, "TPIDR2_EL0"), report("tpidr2"),
         Mrs(9, "TPIDR_EL0"), report("tpidr"), "rdsvl x9, #1", report("vl"), exit_(0)]}))
     process = start(kernel, Executable({"main": [
-        set_vl(64), "smstart", *write_tpidr2(5), Mov(1, 6), Msr("TPIDR_EL0", 1),
+        set_vl(vl), "smstart", *write_tpidr2(5), Mov(1, 6), Msr("TPIDR_EL0", 1),
         Call(lambda ctx: libc.execve(ctx, "/bin/after")), exit_(9)]}))
     run_to_completion(kernel)
     assert process.exit_code == 0

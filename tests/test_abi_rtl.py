@@ -1,7 +1,7 @@
 """The kernel-ABI tests on the RTL engine: a bounded selection, run unchanged (tb/abi.py).
 
-The same test functions as on the model (``tests/test_abi_*``), on an SVL 512 engine with
-every feature (the build the RTL regression and the RTL demo use): the kernel's engine is the
+The same test functions as on the model (``tests/test_abi_*``), on an SVL 256 engine with
+every feature (the build the RTL regression uses): the kernel's engine is the
 Verilog under Verilator, its memory port served from the kernel's bus. The selection covers
 every kernel path that drives the engine: lazy restore on the SME-disable trap, eager save on
 switch-out through the engine's own STR instructions, signal frames with ZA and streaming SVE,
@@ -18,14 +18,14 @@ from zatile.sw.abi import constants as c
 from zatile.sw.arch.config import EngineConfig
 from zatile.tb.runner import build_engine
 
-CONFIG = EngineConfig(max_svl=512)
+CONFIG = EngineConfig(max_svl=256)
 
 #: (module, test function, arguments) run on the RTL.
 SELECTION = [
-    ("test_abi_signals", "test_za_regs", {"svl": 256}),
-    ("test_abi_signals", "test_ssve_za_regs", {"svl": 512}),
+    ("test_abi_signals", "test_za_regs", {"svl": 128}),
+    ("test_abi_signals", "test_ssve_za_regs", {"svl": 256}),
     ("test_abi_signals", "test_sme_vl", {"svl": 128}),
-    ("test_abi_signals", "test_signal_handler_entry_state", {"svl": 512}),
+    ("test_abi_signals", "test_signal_handler_entry_state", {"svl": 256}),
     ("test_abi_signals", "test_tpidr2_restore", {}),
     ("test_abi_signals", "test_sme_trap_za", {}),
     ("test_abi_signals", "test_sigreturn_of_an_unmodified_frame_is_accepted", {}),
@@ -35,15 +35,15 @@ SELECTION = [
     ("test_abi_process", "test_syscall_abi", {"number": c.NR_GETPID,
                                               "svcr": c.SVCR_SM_MASK | c.SVCR_ZA_MASK,
                                               "svl": 256}),
-    ("test_abi_process", "test_prctl_vl_change_drops_za_and_keeps_v", {}),
+    ("test_abi_process", "test_prctl_vl_change_drops_za_and_keeps_v", {"vl": 32}),
     ("test_abi_process", "test_first_sme_use_is_transparent", {}),
     ("test_abi_process", "test_user_instructions_cannot_reach_kernel_memory", {}),
-    ("test_abi_process", "test_execve_resets_sme_state_and_tls", {}),
+    ("test_abi_process", "test_execve_resets_sme_state_and_tls", {"vl": 16}),
     ("test_abi_process", "test_core_dump_notes", {}),
     ("test_abi_ptrace", "test_za_ptrace", {}),
     ("test_abi_ptrace", "test_za_write_is_seen_by_the_tracee", {}),
     ("test_abi_ptrace", "test_ssve_ptrace_round_trip", {"vl": 32}),
-    ("test_abi_ptrace", "test_fp_ptrace", {"svcr_in": 3, "write": "za_vl_change", "vl": 64}),
+    ("test_abi_ptrace", "test_fp_ptrace", {"svcr_in": 3, "write": "za_vl_change", "vl": 16}),
     ("test_abi_stress", "test_stress_every_thread_keeps_its_state", {"seed": 1}),
 ]
 

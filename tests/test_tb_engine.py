@@ -6,13 +6,14 @@ Default run (``make test``), on Verilator:
   instruction; random programs in lock step and streaming.
 * SVL 256 (``max_svl=256``): every directed group (state compared per program), random
   programs; and the same build run at SVL 128 through SMCR.LEN.
-* SVL 512: elaboration, build and a smoke subset.
+* A variant configuration (64-bit bus, two ZA contexts, some features) at SVL 128.
 * Icarus: a smaller set at SVL 128 (skipped with a reason without iverilog, unless
   ``ZATILE_REQUIRE_TOOLS=1``).
 * The merged functional-coverage report (``-rP`` shows it; also written to
   ``.zatile-cache/regression/<run>/coverage.txt``).
 
-``-m soak`` runs long random campaigns (``ZATILE_SOAK_PROGRAMS``, default 200 per SVL).
+``-m soak`` runs long random campaigns (``ZATILE_SOAK_PROGRAMS``, default 200 per SVL) and the
+SVL 512 smoke subset.
 ``ZATILE_TB_SEED`` changes every seed; ``ZATILE_WAVES=1`` records FST waveforms.
 """
 
@@ -124,13 +125,19 @@ VARIANT = EngineConfig(max_svl=256, supported_svls=(128, 256), mem_data_width=64
 def test_variant_configuration():
     """The variant engine running at SVL 128: memory traffic over a narrow bus, absent
     features, every form, random streams, and ZA context switches."""
-    _run("variant", VARIANT.max_svl, ["directed_forms", "directed_memory_errors",
-                                      "directed_unallocated", "random_streams", "za_contexts"],
-         svl=128, programs=4, config=VARIANT)
+    summary = _run("variant", VARIANT.max_svl, ["directed_forms", "directed_memory_errors",
+                                                "directed_unallocated", "random_streams",
+                                                "za_contexts"],
+                   svl=128, programs=4, config=VARIANT)
+    # Multi-beat accesses failed with later beats in flight: the memory abandoned them (and
+    # the scoreboard saw no store byte written after a fault).
+    assert summary["abandoned_beats"] > 0 and summary["partial_store_bytes"] > 0, summary
 
 
+@pytest.mark.soak
 def test_svl512_smoke():
-    """SVL 512 elaborates, builds and runs a slice of every kind of stimulus."""
+    """SVL 512 elaborates, builds and runs a slice of every kind of stimulus (soak: the build
+    alone took 20 minutes of the default suite's 85)."""
     _run("svl512-smoke", 512, ["directed_forms", "directed_svcr", "directed_memory_errors",
                                "random_streams"], programs=2, length=40, scale=0.25)
 

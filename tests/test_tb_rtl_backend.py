@@ -114,8 +114,10 @@ def test_cli_run_and_compare(tmp_path, capsys, program_files):
     assert "model, rtl agree at SVL 128" in capsys.readouterr().out
 
 
+@pytest.mark.soak
 def test_demo_on_rtl(capsys):
-    """The shipped int8 GEMM (SVL 512) on the RTL, checked against numpy."""
+    """The shipped int8 GEMM (SVL 512) on the RTL, checked against numpy (soak: the only
+    default test that would need an SVL 512 build)."""
     assert cli.main(["demo", "--backend", "rtl"]) == 0
     assert "matches numpy" in capsys.readouterr().out
 
