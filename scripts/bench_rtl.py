@@ -9,7 +9,8 @@ Prints, per SVL:
   the first instruction entering to the last tile write);
 * slice loads per memory beat for aligned and unaligned LD1W tile slices, and cycles per slice;
 * the utilization of a 2VL×2VL GEMM inner loop (four vector loads feeding four outer products
-  per k step) for fp32, int8 and bf16: outer products per busy cycle;
+  per k step) for fp32, int8 and bf16: outer products per busy cycle; with ``--bus`` narrower
+  than the SVL, also the bandwidth bound (one beat per cycle: bus/SVL outer products per cycle);
 * vector-unit instructions per busy cycle (integer arithmetic; compares and predicate logic);
 * simulated cycles per second on Verilator (and on Icarus with ``--icarus``): under the cocotb
   testbench running a random mixed program, and free-running (clock only);
@@ -21,8 +22,8 @@ Prints, per SVL:
 
 Cycle figures are deterministic; seconds depend on the machine.
 
-Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--icarus] [--build-times] [--synth]
-[--synth-vector]``
+Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--bus 64] [--icarus] [--build-times]
+[--synth] [--synth-vector]``
 """
 
 from __future__ import annotations
@@ -44,14 +45,18 @@ from zatile.sw.bench import bench_rtl, rtl_workloads
 from zatile.tb import runner
 
 
-def report(svl: int, results: dict) -> None:
-    print(f"SVL {svl}")
+def report(config: EngineConfig, results: dict) -> None:
+    svl, bus = config.max_svl, config.mem_data_width
+    print(f"SVL {svl}, {bus}-bit bus")
     for name in ("mopa_rotating_int", "mopa_one_tile_int", "mopa_rotating_fp", "mopa_one_tile_fp",
                  "gemm_fp32", "gemm_int8", "gemm_bf16"):
         if name in results:
             r = results[name]
+            # A k step loads four vectors (4·SVL/bus beats) for its four outer products.
+            bound = (f"; bandwidth bound {min(1.0, bus / svl):.3f}"
+                     if name.startswith("gemm") and bus < svl else "")
             print(f"  {name:<22} {r['outer_products_per_cycle']:.3f} outer products/cycle "
-                  f"({r['retired_mopa']} in {r['busy_cycles']} cycles, {r['macs']} MACs)")
+                  f"({r['retired_mopa']} in {r['busy_cycles']} cycles, {r['macs']} MACs{bound})")
     for name in ("vector_int", "vector_compare"):
         if name in results:
             r = results[name]
@@ -68,6 +73,8 @@ def report(svl: int, results: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--svl", type=int, nargs="+", default=[128, 256])
+    parser.add_argument("--bus", type=int, default=None,
+                        help="memory bus width in bits (default: as wide as the SVL)")
     parser.add_argument("--icarus", action="store_true", help="also measure Icarus speed")
     parser.add_argument("--build-times", action="store_true",
                         help="cold Verilator builds at SVL 128, 256 and 512")
@@ -77,9 +84,12 @@ def main() -> int:
                         help="synth_ecp5 of the vector unit alone at each SVL (the area it adds)")
     args = parser.parse_args()
     for svl in args.svl:
-        config = EngineConfig(max_svl=svl)
+        try:
+            config = EngineConfig(max_svl=svl, mem_data_width=args.bus or svl)
+        except ValueError as error:
+            parser.error(str(error))
         results = bench_rtl(config, rtl_workloads())
-        report(svl, results)
+        report(config, results)
         simulators = {"Verilator": results}
         if args.icarus:
             simulators["Icarus"] = bench_rtl(config, ["mixed", "free_running"], "icarus")
