@@ -71,8 +71,6 @@ class LoadQueue(ConfigComponent):
         The entry at the start pointer may start; ``start_entry`` is it.
     start : Signal(1), in
         It starts (in the load/store unit) this cycle.
-    in_flight : Signal(1), out
-        A started load has not completed.
     complete : Signal(1), in
         The oldest started load completes, with ``fault`` and ``fault_address``.
     complete_dest : Signal(5), out
@@ -90,7 +88,6 @@ class LoadQueue(ConfigComponent):
             "push": In(1), "entry": In(LoadEntryLayout(config)), "full": Out(1), "empty": Out(1),
             "x_completed": In(width),
             "start_valid": Out(1), "start_entry": Out(LoadEntryLayout(config)), "start": In(1),
-            "in_flight": Out(1),
             "complete": In(1), "fault": In(1), "fault_address": In(64),
             "complete_dest": Out(5), "complete_predicate": Out(1),
             "report_valid": Out(1), "report_fault": Out(1), "report_fault_address": Out(64),
@@ -115,7 +112,6 @@ class LoadQueue(ConfigComponent):
         m.d.comb += [
             self.empty.eq(head == tail),
             self.full.eq((head ^ tail) == depth),
-            self.in_flight.eq(started != completed),
         ]
         with m.If(self.push):
             m.d.sync += [entries[slot(tail)].eq(self.entry), tail.eq(tail + 1)]
