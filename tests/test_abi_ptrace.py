@@ -34,7 +34,7 @@ REGSET_SSVE_BYTES = sve_pt_size(16, c.SVE_PT_REGS_SVE)
 class Session:
     """A kernel with a tracer process and a tracee stopped at its ``checkpoint`` function."""
 
-    def __init__(self, tracee_main: list, after: list, *, data: bytes = b"", max_svl=512):
+    def __init__(self, tracee_main: list, after: list, *, data: bytes = b"", max_svl=None):
         self.kernel = new_kernel(max_svl)
         self.observed: dict = {}
         self.tracee = start(self.kernel, Executable(
@@ -213,7 +213,8 @@ def test_ssve_ptrace_round_trip(vl):
     got = UserSveHeader.unpack(data)
     assert result == 0 and got.vl == vl and got.flags == c.SVE_PT_REGS_SVE
     assert got.size == sve_pt_size(vq, c.SVE_PT_REGS_SVE)
-    assert got.max_size == sve_pt_size(4, c.SVE_PT_REGS_SVE) and got.max_vl == 64
+    max_vl = session.kernel.config.max_svl // 8
+    assert got.max_size == sve_pt_size(max_vl // 16, c.SVE_PT_REGS_SVE) and got.max_vl == max_vl
     assert data[16:got.size] == bytes(payload)
     # The SVE-format write is readable through NT_PRFPREG: V is the low 128 bits of Z.
     fpsimd = UserFpsimdState.unpack(session.get(c.NT_PRFPREG, 528)[1])

@@ -34,7 +34,7 @@ Z_DATA = DATA_BASE + 0x20000
 Z_CHECK = DATA_BASE + 0x28000
 
 
-def run_and_capture(svl: int, setup: list, *, after: list = (), max_svl: int = 512,
+def run_and_capture(svl: int, setup: list, *, after: list = (), max_svl: int | None = None,
             data: bytes = b"", handler_extra: list | None = None):
     """Run setup, BRK, then ``after``; returns (process, capture)."""
     kernel = new_kernel(max_svl)
@@ -248,7 +248,7 @@ def test_sigill_siginfo_names_the_instruction():
 
 # ----------------------------------------------------------------------- fake sigreturn
 def fake_sigreturn(mutate, *, svl: int = 256, setup: tuple = ("smstart za",),
-                   misalign: int = 0, max_svl: int = 512, accepted: tuple = ()):
+                   misalign: int = 0, max_svl: int | None = None, accepted: tuple = ()):
     """Capture a frame, let ``mutate(frame_bytes, frame_address) -> bytes`` corrupt a copy,
     place it on the stack and call rt_sigreturn. Returns the process."""
     kernel = new_kernel(max_svl)

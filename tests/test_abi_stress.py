@@ -193,8 +193,8 @@ def tracer_executable(kernel: Kernel, workers: list[Worker], rng: random.Random,
     return Executable({"main": [*body, exit_(0)]}, data_size=0x1000)
 
 
-def stress(seed: int, workers: int, rounds: int, vls: tuple[int, ...], max_svl: int = 512,
-           quantum: int = 40, max_steps: int = 2_000_000) -> dict:
+def stress(seed: int, workers: int, rounds: int, vls: tuple[int, ...],
+           max_svl: int | None = None, quantum: int = 40, max_steps: int = 2_000_000) -> dict:
     rng = random.Random(seed)
     kernel = new_kernel(max_svl)
     pool: list[Worker] = []
