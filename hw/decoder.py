@@ -307,7 +307,7 @@ class Decoder(ConfigComponent):
         operation not performed (its other outputs do not matter)."""
         if Op[form.op.upper()] not in self._ops:
             return {"absent": 1}
-        params = form.params
+        params, slots = form.params, source_slots(form)
         return {
             "absent": int(not self.form_present(form)),
             "op": Op[form.op.upper()],
@@ -321,7 +321,7 @@ class Decoder(ConfigComponent):
             "choices": {key: choice[params[key].upper()] if params.get(key) is not None
                         else choice.NONE for key, choice in CHOICES.items()},
             "present": {name: int(name in form.field_map) for name in _FIELD_SHAPES},
-            "slots": {name: source_slots(form).get(name, NO_SLOT) for name in _SLOT_FIELDS},
+            "slots": {name: slots.get(name, NO_SLOT) for name in _SLOT_FIELDS},
             "place": {field.name: places[field.name].index((field.lo, field.hi, field.signed)) + 1
                       for field in form.fields},
         }
@@ -341,8 +341,7 @@ def _placements() -> dict[str, list[tuple[int, int, bool]]]:
 def _row_layout(places: dict) -> data.StructLayout:
     """A row of the decoder's table: the form's constants of :data:`DecodedLayout`, whether it
     is UNDEF here (``absent``), and which place of the word each field comes from."""
-    constants = {name: shape for name, shape in
-                 ((name, field.shape) for name, field in DecodedLayout)
+    constants = {name: field.shape for name, field in DecodedLayout
                  if name not in ("undef", "form", "fields")}
     return data.StructLayout({"absent": 1, **constants, "place": data.StructLayout(
         {name: range(len(spots) + 1) for name, spots in places.items()})})
