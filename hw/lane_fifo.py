@@ -1,0 +1,105 @@
+"""A FIFO that takes and gives several entries per cycle, in lane order.
+
+The engine's issue and result ports move up to :data:`~zatile.sw.arch.config.ISSUE_LANES`
+instructions per transfer (docs/architecture.md, "Decoupled execution"); the queues between
+them (the execution queue, the program-order queue, the execution results) take and give as
+many per cycle. Writes and reads of one cycle are independent: an entry written this cycle can
+be read from the next.
+"""
+
+from __future__ import annotations
+
+from amaranth import Array, Const, Module, Signal
+from amaranth.lib import data
+from amaranth.lib.wiring import In, Out
+
+from zatile.hw._common import CheckedComponent
+
+__all__ = ["LaneFifo"]
+
+
+class LaneFifo(CheckedComponent):
+    """``depth`` entries of ``width`` bits; up to ``lanes`` written and read per cycle.
+
+    Parameters
+    ----------
+    width : int
+        Bits of an entry (at least 1).
+    depth : int
+        Entries: a power of two, at least ``lanes``.
+    lanes : int
+        Entries written and read per cycle (at least 1).
+
+    Attributes
+    ----------
+    w_en : Signal(lanes), in
+        Which of ``w_data``'s lanes are written this cycle; the written lanes enter in lane
+        order, whichever they are (lanes 0 and 2 of 3 take two consecutive places).
+    w_data : Signal(ArrayLayout(width, lanes)), in
+    w_rdy : Signal(1), out
+        At least ``lanes`` places are free: a whole cycle's writes fit. Writing when it is low
+        loses the entries that do not fit (the caller must not).
+    r_count : Signal(range(lanes + 1)), in
+        How many of the oldest entries leave this cycle (at most ``level``).
+    r_data : Signal(ArrayLayout(width, lanes)), out
+        The oldest ``lanes`` entries, oldest first; meaningful up to ``level``.
+    level : Signal(range(depth + 1)), out
+        Entries held.
+
+    Raises
+    ------
+    ValueError
+        Quoting a width, depth or lane count that is not usable.
+    """
+
+    @staticmethod
+    def check_arguments(width: int, depth: int, lanes: int) -> None:
+        if not isinstance(width, int) or width < 1:
+            raise ValueError(f"width must be a positive integer, not {width!r}")
+        if not isinstance(lanes, int) or lanes < 1:
+            raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+        if not isinstance(depth, int) or depth < lanes or depth & (depth - 1):
+            raise ValueError(f"depth must be a power of two of at least {lanes} lanes, "
+                             f"not {depth!r}")
+
+    def __init__(self, width: int, depth: int, lanes: int):
+        self._width, self._depth, self._lanes = width, depth, lanes
+        super().__init__({
+            "w_en": In(lanes), "w_data": In(data.ArrayLayout(width, lanes)), "w_rdy": Out(1),
+            "r_count": In(range(lanes + 1)), "r_data": Out(data.ArrayLayout(width, lanes)),
+            "level": Out(range(depth + 1)),
+        })
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    @property
+    def lanes(self) -> int:
+        return self._lanes
+
+    def elaborate(self, platform):
+        m = Module()
+        depth, lanes = self._depth, self._lanes
+        entries = Array(Signal(self._width, name=f"entry{n}") for n in range(depth))
+        pointer = range(2 * depth)            # one wrap bit beyond the place
+        head, tail = Signal(pointer), Signal(pointer)
+
+        def place(position):
+            return position[:(depth - 1).bit_length()] if depth > 1 else Const(0, 1)
+
+        written = Const(0, range(lanes + 1))
+        for lane in range(lanes):
+            with m.If(self.w_en[lane]):
+                m.d.sync += entries[place(tail + written)].eq(self.w_data[lane])
+            written = written + self.w_en[lane]
+        level = Signal(range(depth + 1))
+        m.d.comb += [
+            level.eq((tail - head)[:len(level)]),
+            self.level.eq(level),
+            self.w_rdy.eq(level <= depth - lanes),
+        ]
+        m.d.sync += [tail.eq(tail + written), head.eq(head + self.r_count)]
+        for lane in range(lanes):
+            m.d.comb += self.r_data[lane].eq(entries[place(head + lane)])
+        return m
