@@ -7,8 +7,8 @@ from amaranth.lib import data, enum, wiring
 
 from zatile.sw.arch.config import EngineConfig
 
-__all__ = ["CheckedComponent", "ConfigComponent", "check_config", "row_layout", "byte_mask", "max_bytes", "pipeline_advance",
-           "derived_enum"]
+__all__ = ["CheckedComponent", "ConfigComponent", "check_config", "row_layout", "byte_mask",
+           "max_bytes", "pipeline_advance", "derived_enum"]
 
 
 def derived_enum(name: str, members: list[str], shape: int) -> type:

@@ -2,13 +2,15 @@
 
 Ports
 -----
-``issue`` (stream in, :func:`IssueLayout`)
-    One instruction per transfer: the 32-bit ``word`` and ``src0..src2``, the values of the
-    general registers it reads, in :func:`sw.isa.scalar_sources` order (the host resolves XZR to
-    0, SP to its value, and W operands to their low 32 bits). The engine holds no general
-    registers.
-``result`` (stream out, :func:`ResultLayout`)
-    One per instruction, in issue order: ``status`` (OK, UNDEF, SME_TRAP, FAULT), ``smtc`` for
+``issue`` (stream in, :data:`IssuePortLayout`)
+    Up to :data:`~zatile.sw.arch.config.ISSUE_LANES` instructions per transfer, in program
+    order in the first ``count`` lanes (a transfer with ``count`` 0 carries nothing). Each
+    (:data:`IssueLayout`) is the 32-bit ``word`` and ``src0..src2``, the values of the general
+    registers it reads, in :func:`sw.isa.scalar_sources` order (the host resolves XZR to 0, SP
+    to its value, and W operands to their low 32 bits). The engine holds no general registers.
+``result`` (stream out, :data:`ResultPortLayout`)
+    The results of the next ``count`` instructions (1 to ``ISSUE_LANES``), in issue order. Each
+    (:data:`ResultLayout`): ``status`` (OK, UNDEF, SME_TRAP, FAULT), ``smtc`` for
     an SME trap, ``fault_address`` for a fault, ``scalar`` (the value of MRS SVCR, RDSVL, RDVL,
     CNTx, ADDSVL, ADDSPL, and of the vector unit's INC/DEC Xdn, CNTP, LASTA/B, CLASTA/B to a
     general register, for the host to write to the destination register),
@@ -37,10 +39,12 @@ Status outputs
 
 Execution
 ---------
-Instructions are routed in order from the issue port to the load queue (vector and predicate
-loads legal when routed, :mod:`zatile.hw.load_queue`) or to the execution queue (everything
-else); results leave in program order (docs/architecture.md, "Decoupled execution"). The oldest
-execution-queue instruction is dispatched from stage ``d_`` once every older load has its result.
+Instructions are routed in order from the issue port, up to two a cycle, to the load queue
+(vector and predicate loads legal when routed, :mod:`zatile.hw.load_queue`) or to the execution
+queue (everything else); results leave in program order, up to two a cycle
+(docs/architecture.md, "Decoupled execution"). The oldest execution-queue instruction is
+dispatched from stage ``d_`` once every older load has written its register; its result waits
+in the execution results queue until the results before it have left.
 A trap is decided there from the decoder and PSTATE and changes nothing. Single-cycle
 instructions (state control, predicate set-up and scalar operations, MOVA, ZERO) complete in
 their dispatch cycle; the vector unit's (:mod:`zatile.hw.vector`) take the operands read in the
@@ -51,8 +55,9 @@ has moved every register); outer products and ADDHA/ADDVA are handed to their ar
 (result OK) in the cycle the array accepts them, one per cycle. The arrays capture Z and P
 operands at acceptance, so later instructions may overwrite them at once. Loads of the load queue
 run in the load/store unit beside all this, several in flight, each once the execution-queue
-instructions it depends on have completed (:mod:`zatile.hw.register_scoreboard`), and write their
-register as they complete. ZA hazards are resolved by the interlock
+instructions it depends on for memory and its predicate have completed, and write their register
+from their load buffer once the instructions that read or write it have completed
+(:mod:`zatile.hw.register_scoreboard`). ZA hazards are resolved by the interlock
 (:mod:`zatile.hw.za_interlock`) on the ZA row groups (row mod 8) the arrays have in flight: an
 instruction that reads or writes ZA rows an outer product will still write waits for it, an outer
 product waits for the other array's overlapping operations, and SVCR writes wait for both
@@ -63,10 +68,9 @@ from __future__ import annotations
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
 from zatile.sw.arch.isa import Trait
 
 from zatile.hw._common import ConfigComponent, check_config, max_bytes
@@ -74,11 +78,12 @@ from zatile.hw.decoder import NO_SLOT, Decoder, Op, check_known_params, ops_of
 from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
 from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
 from zatile.hw.library import ModuleLibrary
-from zatile.hw.load_queue import LoadQueue, index_width
+from zatile.hw.lane_fifo import LaneFifo
+from zatile.hw.load_queue import LoadQueue, index_width, load_pointer
 from zatile.hw.lsu import (MEMORY_OPS, STRUCTURE_OPS, ControlSignature, LoadStoreUnit,
                            MemRequestLayout, MemResponseLayout)
 from zatile.hw.perf_counters import PerfCounters, PerfLayout
-from zatile.hw.regfile import RegisterFile
+from zatile.hw.regfile import P_REGISTERS, Z_REGISTERS, RegisterFile
 from zatile.hw.register_scoreboard import RegisterScoreboard
 from zatile.hw.state_control import StateControl, Status
 from zatile.hw.structure import StructureAccess
@@ -87,15 +92,22 @@ from zatile.hw.vector import VECTOR_OPS, VectorUnit
 from zatile.hw.za_interlock import ZaInterlock
 from zatile.hw.za_storage import ELEMENT_SIZES, ZaStorage
 
-__all__ = ["IssueLayout", "ResultLayout", "DebugAddressLayout", "DebugSpace", "FP_OPS", "IMPLEMENTED_OPS",
+__all__ = ["IssueLayout", "IssuePortLayout", "ResultLayout", "ResultPortLayout",
+           "DebugAddressLayout", "DebugSpace", "FP_OPS", "IMPLEMENTED_OPS",
            "ZaTileEngine"]
 
-#: The issue payload.
+#: One instruction of the issue port.
 IssueLayout = data.StructLayout({"word": 32, "src0": 64, "src1": 64, "src2": 64})
-#: The result payload.
+#: The issue payload: ``count`` instructions in program order, in the first lanes.
+IssuePortLayout = data.StructLayout({"lanes": data.ArrayLayout(IssueLayout, ISSUE_LANES),
+                                     "count": range(ISSUE_LANES + 1)})
+#: The result of one instruction.
 ResultLayout = data.StructLayout({"status": Status, "smtc": 3, "scalar": 64,
                                   "fault_address": 64, "fpsr_reset": 1, "nzcv": 4,
                                   "sets_flags": 1, "fpsr_flags": 8})
+#: The result payload: the results of the next ``count`` instructions, in the first lanes.
+ResultPortLayout = data.StructLayout({"lanes": data.ArrayLayout(ResultLayout, ISSUE_LANES),
+                                      "count": range(ISSUE_LANES + 1)})
 #: What ``debug_addr`` selects.
 DebugAddressLayout = data.StructLayout({"space": 2, "index": 8})
 
@@ -147,6 +159,24 @@ def _or_all(values) -> object:
     return result
 
 
+def _register_marks(present, fields, names: tuple[str, ...], registers: int):
+    """One bit per register (of ``registers``) that the present fields ``names`` name."""
+    marks = Const(0, registers)
+    for name in names:
+        marks = marks | Mux(getattr(present, name), Const(1, registers) << getattr(fields, name),
+                            0)
+    return marks[:registers]
+
+
+def _second_registers(present, fields):
+    """The Z registers after ``Zn`` and ``Zt`` that multi-register forms use: Zn+1 (a table
+    pair), Zt+1..Zt+3 (structure loads and stores); marked whether or not the form uses them."""
+    marks = Mux(present.zn, Const(1, Z_REGISTERS) << (fields.zn + 1)[:5], 0)
+    for k in range(1, 4):
+        marks = marks | Mux(present.zt, Const(1, Z_REGISTERS) << (fields.zt + k)[:5], 0)
+    return marks[:Z_REGISTERS]
+
+
 def _first_present(present, fields, names: tuple[str, ...]):
     """The value of the first of the fields ``names`` the form has (the last one otherwise)."""
     value = getattr(fields, names[-1])
@@ -181,8 +211,8 @@ class ZaTileEngine(ConfigComponent):
         maxb = max_bytes(config)
         width = config.mem_data_width
         members = {
-            "issue": In(stream.Signature(IssueLayout)),
-            "result": Out(stream.Signature(ResultLayout)),
+            "issue": In(stream.Signature(IssuePortLayout)),
+            "result": Out(stream.Signature(ResultPortLayout)),
             "mem_req": Out(stream.Signature(MemRequestLayout(width))),
             "mem_resp": In(stream.Signature(MemResponseLayout(width))),
             "smcr_len": In(4),
@@ -236,87 +266,104 @@ class ZaTileEngine(ConfigComponent):
 
         # ---- routing: every instruction from the issue port goes, in program order, to the
         # load queue (a vector or predicate load that is legal now) or to the execution queue
-        # (everything else); ``order`` remembers which, for in-order results.
+        # (everything else), up to ISSUE_LANES a cycle; ``order`` remembers which, for in-order
+        # results. An execution-queue entry remembers how many loads were routed before it.
         depth = config.queue_depth
         width = index_width(config)
-        m.submodules.route_decoder = route_decoder = Decoder(config, IMPLEMENTED_OPS)
-        m.submodules.execution_queue = x_queue = SyncFIFO(width=IssueLayout.size, depth=depth)
-        m.submodules.order = order = SyncFIFO(width=1, depth=2 * depth)
+        lanes = ISSUE_LANES
+        x_entry_layout = data.StructLayout({"issue": IssueLayout,
+                                            "loads_before": load_pointer(config)})
+        m.submodules.execution_queue = x_queue = LaneFifo(x_entry_layout.size, depth, lanes)
+        m.submodules.order = order = LaneFifo(1, 2 * depth, lanes)
         m.submodules.load_queue = load_queue = LoadQueue(config)
         m.submodules.scoreboard = scoreboard = RegisterScoreboard(config)
-        incoming = self.issue.payload
-        routed = route_decoder.decoded
-        m.d.comb += route_decoder.word.eq(incoming.word)
-        incoming_sources = Array([incoming.src0, incoming.src1, incoming.src2, Const(0, 64)])
-        to_load_queue = Signal()
-        m.d.comb += to_load_queue.eq(_one_of(routed.op, DECOUPLED_LOADS) & ~routed.undef
-                                     & self.sme_enable & state.svcr[0])
-        # An SVCR write changes what is legal: nothing is routed behind it until it completes.
+        # An SVCR write changes what is legal: nothing is routed behind it until it completes
+        # (a later lane of its own transfer goes to the execution queue).
         svcr_pending = Signal()
         x_routed = Signal(width)
         x_completed = Signal(width)
-        m.d.comb += self.issue.ready.eq(x_queue.w_rdy & ~load_queue.full & order.w_rdy
-                                        & ~(svcr_pending & x_queue.r_rdy))
+        m.d.comb += self.issue.ready.eq(x_queue.w_rdy & load_queue.room & order.w_rdy
+                                        & ~(svcr_pending & (x_queue.level != 0)))
         routing = self.issue.valid & self.issue.ready
-        m.d.comb += [
-            order.w_en.eq(routing), order.w_data.eq(to_load_queue),
-            x_queue.w_en.eq(routing & ~to_load_queue), x_queue.w_data.eq(incoming.as_value()),
-            load_queue.push.eq(routing & to_load_queue),
-        ]
-        with m.If(routing & ~to_load_queue):
-            m.d.sync += [x_routed.eq(x_routed + 1),
-                         svcr_pending.eq(_one_of(routed.op, _SVCR_WRITERS))]
-        with m.Elif(~x_queue.r_rdy):
+        loads_before = load_queue.tail
+        x_index = x_routed
+        behind_svcr_write = Const(0)
+        x_svcr_write = Const(0)
+        for lane, incoming in enumerate(self.issue.payload.lanes):
+            route_decoder = Decoder(config, IMPLEMENTED_OPS)
+            m.submodules[f"route_decoder{lane}"] = route_decoder
+            routed = route_decoder.decoded
+            present, routed_fields = routed.present, routed.fields
+            m.d.comb += route_decoder.word.eq(incoming.word)
+            arrives = Signal(name=f"lane{lane}_arrives")
+            to_load_queue = Signal(name=f"lane{lane}_to_load_queue")
+            svcr_writer = _one_of(routed.op, _SVCR_WRITERS)
+            m.d.comb += [
+                arrives.eq(routing & (self.issue.payload.count > lane)),
+                to_load_queue.eq(_one_of(routed.op, DECOUPLED_LOADS) & ~routed.undef
+                                 & self.sme_enable & state.svcr[0] & ~behind_svcr_write),
+            ]
+            to_x_queue = arrives & ~to_load_queue
+            behind_svcr_write = behind_svcr_write | (arrives & svcr_writer)
+            x_svcr_write = x_svcr_write | (to_x_queue & svcr_writer)
+            sources = Array([incoming.src0, incoming.src1, incoming.src2, Const(0, 64)])
+            route, lookup = scoreboard.routes[lane], scoreboard.loads[lane]
+            entry = load_queue.entries[lane]
+            m.d.comb += [
+                order.w_en[lane].eq(arrives), order.w_data[lane].eq(to_load_queue),
+                x_queue.w_en[lane].eq(to_x_queue),
+                x_queue.w_data[lane].eq(Cat(incoming.as_value(),
+                                            loads_before[:len(load_queue.tail)])),
+                load_queue.push[lane].eq(arrives & to_load_queue),
+                route.route.eq(to_x_queue),
+                route.index.eq(x_index),
+                route.z_uses.eq(_register_marks(present, routed_fields, _Z_FIELDS, Z_REGISTERS)
+                                | _second_registers(present, routed_fields)),
+                route.p_uses.eq(_register_marks(present, routed_fields, _P_FIELDS,
+                                                P_REGISTERS)),
+                route.p_writes.eq(_register_marks(present, routed_fields, _P_WRITTEN_FIELDS,
+                                                  P_REGISTERS)),
+                route.memory.eq(_one_of(routed.op, MEMORY_OPS)),
+                lookup.dest.eq(Mux(routed.flags.predicate, routed_fields.pt, routed_fields.zt)),
+                lookup.predicate.eq(routed.flags.predicate & (routed.op == Op.LDR_REGISTER)),
+                lookup.pg.eq(routed_fields.pg),
+                lookup.predicated.eq(present.pg),
+                entry.word.eq(incoming.word),
+                entry.base.eq(sources[routed.slots.rn]),
+                entry.index.eq(sources[routed.slots.rm]),
+                entry.dest.eq(lookup.dest),
+                entry.predicate.eq(lookup.predicate),
+                entry.governed.eq(present.pg),
+                entry.start_wait.eq(scoreboard.waits[lane].start),
+                entry.write_wait.eq(scoreboard.waits[lane].write),
+            ]
+            loads_before = loads_before + (arrives & to_load_queue)
+            x_index = (x_index + to_x_queue)[:width]
+        m.d.sync += x_routed.eq(x_index)
+        with m.If(x_index != x_routed):
+            m.d.sync += svcr_pending.eq(x_svcr_write)
+        with m.Elif(x_queue.level == 0):
             m.d.sync += svcr_pending.eq(0)
-        present, routed_fields = routed.present, routed.fields
-        z_uses = Signal(32)
-        p_uses = Signal(16)
-        p_writes = Signal(16)
-        z_marks = [Mux(getattr(present, name), 1 << getattr(routed_fields, name), 0)
-                   for name in _Z_FIELDS]
-        z_marks.append(Mux(present.zn, 1 << (routed_fields.zn + 1)[:5], 0))
-        z_marks += [Mux(present.zt, 1 << (routed_fields.zt + k)[:5], 0) for k in range(1, 4)]
-        m.d.comb += [
-            z_uses.eq(_or_all(z_marks)),
-            p_uses.eq(_or_all(Mux(getattr(present, name), 1 << getattr(routed_fields, name), 0)
-                              for name in _P_FIELDS)),
-            p_writes.eq(_or_all(Mux(getattr(present, name), 1 << getattr(routed_fields, name),
-                                    0) for name in _P_WRITTEN_FIELDS)),
-            scoreboard.route.eq(routing & ~to_load_queue),
-            scoreboard.route_index.eq(x_routed),
-            scoreboard.z_uses.eq(z_uses),
-            scoreboard.p_uses.eq(p_uses),
-            scoreboard.p_writes.eq(p_writes),
-            scoreboard.memory.eq(_one_of(routed.op, MEMORY_OPS)),
-            scoreboard.x_completed.eq(x_completed),
-            scoreboard.load_dest.eq(Mux(routed.flags.predicate, routed_fields.pt,
-                                        routed_fields.zt)),
-            scoreboard.load_predicate.eq(routed.flags.predicate & (routed.op == Op.LDR_REGISTER)),
-            scoreboard.load_pg.eq(routed_fields.pg),
-            scoreboard.load_predicated.eq(present.pg),
-            load_queue.entry.word.eq(incoming.word),
-            load_queue.entry.base.eq(incoming_sources[routed.slots.rn]),
-            load_queue.entry.index.eq(incoming_sources[routed.slots.rm]),
-            load_queue.entry.dest.eq(scoreboard.load_dest),
-            load_queue.entry.predicate.eq(scoreboard.load_predicate),
-            load_queue.entry.governed.eq(present.pg),
-            load_queue.entry.wait_valid.eq(scoreboard.wait_valid),
-            load_queue.entry.wait_index.eq(scoreboard.wait_index),
-            load_queue.x_completed.eq(x_completed),
-        ]
 
-        # ---- d: the oldest instruction of the execution queue, once it is the oldest of all
-        # (every older load has its result)
+        # ---- d: the oldest instruction of the execution queue, once every older load has
+        # written its register (its result may still wait in the load queue) and its own result
+        # has room
         d_valid = Signal()
         d_done = Signal()
-        issued = data.View(IssueLayout, x_queue.r_data)
+        x_head = data.View(x_entry_layout, x_queue.r_data[0])
+        issued = x_head.issue
         d_word = issued.word
         d_sources = Cat(issued.src0, issued.src1, issued.src2)
-        x_oldest = order.r_rdy & ~order.r_data[0]
-        m.d.comb += [d_valid.eq(x_queue.r_rdy & x_oldest), x_queue.r_en.eq(d_done)]
+        m.submodules.x_results = x_results = LaneFifo(ResultLayout.size, depth, lanes)
+        m.d.comb += [
+            load_queue.x_loads_before.eq(x_head.loads_before),
+            d_valid.eq((x_queue.level != 0) & load_queue.x_loads_written & x_results.w_rdy),
+            x_queue.r_count.eq(d_done),
+        ]
         with m.If(d_done):
             m.d.sync += x_completed.eq(x_completed + 1)
-        m.d.comb += [scoreboard.complete.eq(d_done)]
+        m.d.comb += [scoreboard.complete.eq(d_done), scoreboard.x_completed.eq(x_completed),
+                     load_queue.x_completed.eq(x_completed), load_queue.x_completing.eq(d_done)]
 
         m.d.comb += [decoder.word.eq(d_word), state.decoded.eq(decoder.decoded)]
         decoded = decoder.decoded
@@ -416,11 +463,6 @@ class ZaTileEngine(ConfigComponent):
         za_hazard, int_hazard, fp_hazard = \
             interlock.slice_hazard, interlock.int_hazard, interlock.fp_hazard
 
-        # ---- results
-        r_valid = Signal()
-        result_free = ~r_valid | self.result.ready
-        m.d.comb += self.result.valid.eq(r_valid)
-
         # ---- when the instruction can complete
         lsu_idle = ~lsu.busy & ~lsu.done
         fp_ready = fp_array.op.ready if fp_array is not None else Const(0)
@@ -441,13 +483,7 @@ class ZaTileEngine(ConfigComponent):
             m.d.comb += can_complete.eq(vector.result.valid)
         with m.Else():
             m.d.comb += can_complete.eq(~za_hazard)
-        m.d.comb += d_done.eq(d_valid & result_free & can_complete)
-        # The oldest instruction is a load whose result is there.
-        report_load = Signal()
-        m.d.comb += [report_load.eq(order.r_rdy & order.r_data[0] & load_queue.report_valid
-                                    & result_free),
-                     load_queue.report.eq(report_load),
-                     order.r_en.eq(d_done | report_load)]
+        m.d.comb += d_done.eq(d_valid & can_complete)
         execute = d_done & legal
         faulted = is_memory & Mux(is_structure, structure.fault, lsu.fault)
 
@@ -559,14 +595,15 @@ class ZaTileEngine(ConfigComponent):
         for name, member in ControlSignature(config).members.items():
             if member.flow == In:
                 m.d.comb += getattr(sequencer, name).eq(getattr(lsu, name))
-        # A load of the load queue writes its register as it completes.
-        completing = ~x_uses_lsu & lsu.done & ~lsu.fault
+        # A load of the load queue writes its register from its load buffer.
+        m.d.comb += load_queue.data.eq(lsu.load_data)
         for port, selected, data_value in (
-                (registers.z_write_load, ~load_queue.complete_predicate, lsu.load_data),
-                (registers.p_write_load, load_queue.complete_predicate,
-                 lsu.load_data.as_value()[:maxb])):
-            m.d.comb += [port.en.eq(completing & selected), port.addr.eq(load_queue.complete_dest),
-                         port.data.eq(data_value), port.lanes.eq(svl_mask)]
+                (registers.z_write_load, ~load_queue.write_predicate, load_queue.write_data),
+                (registers.p_write_load, load_queue.write_predicate,
+                 load_queue.write_data[:maxb])):
+            m.d.comb += [port.en.eq(load_queue.write & ~load_queue.write_fault & selected),
+                         port.addr.eq(load_queue.write_dest), port.data.eq(data_value),
+                         port.lanes.eq(svl_mask)]
         loaded = execute & ~faulted
 
         # ---- register writes
@@ -609,7 +646,7 @@ class ZaTileEngine(ConfigComponent):
         # ---- outer-product arrays
         zn, zm = registers.z_read_a.data, registers.z_read_b.data
         m.d.comb += [
-            int_array.op.valid.eq(d_valid & legal & is_int & ~int_hazard & result_free),
+            int_array.op.valid.eq(d_valid & legal & is_int & ~int_hazard),
             int_array.op.payload.kind.as_value().eq(
                 Mux(op == Op.INT_MOPA, IntOpKind.MOPA.value,
                     Mux(flags.vertical, IntOpKind.ADDVA.value, IntOpKind.ADDHA.value))),
@@ -633,7 +670,7 @@ class ZaTileEngine(ConfigComponent):
                         m.d.comb += kind.eq(fp_kind)
             payload = fp_array.op.payload
             m.d.comb += [
-                fp_array.op.valid.eq(d_valid & legal & is_fp & ~fp_hazard & result_free),
+                fp_array.op.valid.eq(d_valid & legal & is_fp & ~fp_hazard),
                 payload.kind.eq(kind),
                 payload.subtract.eq(flags.subtract),
                 payload.tile.eq(fields.zada),
@@ -655,37 +692,65 @@ class ZaTileEngine(ConfigComponent):
                 fp_array.result.ready.eq(1),
             ]
 
-        # ---- the result of the instruction
-        r_payload = self.result.payload
-        with m.If(d_done):
-            m.d.sync += [
-                r_valid.eq(1),
-                r_payload.status.as_value().eq(Mux(legal & faulted, Status.FAULT.value,
-                                                   state.verdict.status.as_value())),
-                r_payload.smtc.eq(state.verdict.smtc),
-                r_payload.scalar.eq(Mux(is_vector, vector.result.payload.scalar, sve.scalar)),
-                r_payload.fault_address.eq(Mux(faulted, Mux(is_structure, structure.fault_address,
-                                                            lsu.fault_address), 0)),
-                r_payload.fpsr_reset.eq(state.reset_sve),
-                r_payload.nzcv.eq(Mux(is_vector, vector.result.payload.nzcv, sve.nzcv)),
-                r_payload.sets_flags.eq(legal & _one_of(op, _FLAG_SETTERS)),
-                r_payload.fpsr_flags.eq(Mux(legal & is_vector, vector.result.payload.fpsr_flags,
-                                            0)),
+        # ---- the result of the instruction, kept until it is the oldest
+        x_result = data.View(ResultLayout, x_results.w_data[0])
+        m.d.comb += [
+            x_results.w_en.eq(d_done),
+            x_result.status.as_value().eq(Mux(legal & faulted, Status.FAULT.value,
+                                              state.verdict.status.as_value())),
+            x_result.smtc.eq(state.verdict.smtc),
+            x_result.scalar.eq(Mux(is_vector, vector.result.payload.scalar, sve.scalar)),
+            x_result.fault_address.eq(Mux(faulted, Mux(is_structure, structure.fault_address,
+                                                       lsu.fault_address), 0)),
+            x_result.fpsr_reset.eq(state.reset_sve),
+            x_result.nzcv.eq(Mux(is_vector, vector.result.payload.nzcv, sve.nzcv)),
+            x_result.sets_flags.eq(legal & _one_of(op, _FLAG_SETTERS)),
+            x_result.fpsr_flags.eq(Mux(legal & is_vector, vector.result.payload.fpsr_flags, 0)),
+        ]
+
+        # ---- results: the oldest instructions whose results are there, in program order, up
+        # to ISSUE_LANES per transfer, from the load queue and the execution results
+        result_free = ~self.result.valid | self.result.ready
+        loads_taken = Const(0, range(lanes + 1))
+        x_taken = Const(0, range(lanes + 1))
+        load_faults = Const(0, range(lanes + 1))
+        in_order = Const(1)
+        emitted = []
+        for lane in range(lanes):
+            is_load = order.r_data[lane]
+            load_fault = load_queue.report_fault.bit_select(loads_taken, 1)
+            load_result = Signal(ResultLayout, name=f"load_result{lane}")
+            m.d.comb += [
+                load_result.status.as_value().eq(Mux(load_fault, Status.FAULT.value,
+                                                     Status.OK.value)),
+                load_result.fault_address.eq(
+                    Mux(load_fault, Array(load_queue.report_fault_address)[loads_taken], 0)),
             ]
-        with m.Elif(report_load):
-            m.d.sync += [
-                r_valid.eq(1),
-                r_payload.eq(0),
-                r_payload.status.as_value().eq(Mux(load_queue.report_fault, Status.FAULT.value,
-                                                   Status.OK.value)),
-                r_payload.fault_address.eq(Mux(load_queue.report_fault,
-                                               load_queue.report_fault_address, 0)),
-            ]
-        with m.Elif(self.result.ready):
-            m.d.sync += r_valid.eq(0)
+            ready = Mux(is_load, load_queue.report_valid.bit_select(loads_taken, 1),
+                        x_results.level > x_taken)
+            in_order = in_order & (order.level > lane) & ready
+            emits = Signal(name=f"result_lane{lane}")
+            m.d.comb += emits.eq(in_order & result_free)
+            emitted.append((emits, Mux(is_load, load_result.as_value(),
+                                       Array(x_results.r_data)[x_taken])))
+            load_faults = load_faults + (emits & is_load & load_fault)
+            loads_taken = loads_taken + (emits & is_load)
+            x_taken = x_taken + (emits & ~is_load)
+        emitting = Signal(range(lanes + 1))
+        m.d.comb += [
+            emitting.eq(loads_taken + x_taken),
+            order.r_count.eq(emitting),
+            load_queue.report.eq(loads_taken),
+            x_results.r_count.eq(x_taken),
+        ]
+        with m.If(result_free):
+            m.d.sync += [self.result.valid.eq(emitting != 0),
+                         self.result.payload.count.eq(emitting)]
+            m.d.sync += [self.result.payload.lanes[lane].eq(value)
+                         for lane, (_, value) in enumerate(emitted)]
 
         # ---- idle, debug, performance counters
-        m.d.comb += self.idle.eq(~x_queue.r_rdy & load_queue.empty & ~interlock.busy)
+        m.d.comb += self.idle.eq((order.level == 0) & ~interlock.busy)
         debug = self.debug_addr
         m.d.comb += [za.debug.addr.eq(debug.index), registers.z_debug.addr.eq(debug.index),
                      registers.p_debug.addr.eq(debug.index)]
@@ -702,10 +767,12 @@ class ZaTileEngine(ConfigComponent):
         m.submodules.perf = perf = PerfCounters(config)
         m.d.comb += [
             perf.event.idle.eq(self.idle),
-            perf.event.completed.eq(d_done | report_load),
-            perf.event.retired.eq((execute & ~faulted) | (report_load & ~load_queue.report_fault)),
+            perf.event.completed.eq(d_done),
+            perf.event.retired.eq(execute & ~faulted),
             perf.event.outer_product.eq(d_done & (is_int | is_fp)),
-            perf.event.memory.eq(Mux(report_load, 1, is_memory)),
+            perf.event.memory.eq(is_memory),
+            perf.event.loads.eq(loads_taken),
+            perf.event.load_faults.eq(load_faults),
             perf.event.double.eq(double),
             perf.op.eq(op),
             perf.row_predicate.eq(governing),

@@ -2,33 +2,45 @@
 
 docs/architecture.md, "Decoupled execution". A load enters the queue when it is routed (in
 program order) with what it needs: its word, its base and index operands, its destination
-register, and the execution-queue instruction it must wait for (the youngest older one that
-uses its destination, writes its governing predicate or accesses memory, from
-:mod:`zatile.hw.register_scoreboard`). Each entry then goes through three steps, in queue order:
+register, and the execution-queue instructions it must wait for before it starts and before it
+writes its register (from :mod:`zatile.hw.register_scoreboard`). Each entry then goes through
+four steps, in queue order:
 
 ``start``
-    The entry at the start pointer may start in the load/store unit once the instruction it
-    waits for has completed (``x_completed``, the count of completed execution-queue
-    instructions, has passed ``wait_index``), and, if it has a governing predicate, once no
-    predicate load (LDR P, which may write that predicate) is in flight.
+    The entry at the start pointer may start in the load/store unit once the instruction its
+    start waits for has completed (``x_completed``, the count of completed execution-queue
+    instructions, has passed its number), and, if it has a governing predicate, once no
+    predicate load (LDR P, which may write that predicate) has started and not yet written.
 ``complete``
-    The load/store unit finished the oldest started load: its fault and fault address are kept
-    in the entry; the engine writes the destination (``complete_dest``) unless it faulted.
+    The load/store unit finished the oldest started load: its fault, fault address and data
+    are kept in the entry (a load buffer of one vector per entry).
+``write``
+    The oldest completed entry writes its destination register (unless it faulted) once the
+    instruction its write waits for (a pending read of the register, or an older write of it)
+    completes, at the earliest in that instruction's completion cycle: a register is read at
+    dispatch and written at the clock edge, and a load's write beats an older one in the same
+    cycle (:mod:`zatile.hw.regfile`). A load therefore never waits for the instruction that
+    reads the register it overwrites before it reads memory.
 ``report``
-    The oldest entry, once complete, gives the engine its result and leaves the queue.
+    The oldest entries, once written, give the engine their results and leave the queue (up to
+    :data:`~zatile.sw.arch.config.ISSUE_LANES` a cycle, as many loads as the issue port takes).
+
+Loads are numbered as they are routed (the ``tail`` pointer, modulo twice the depth): an
+execution-queue instruction records how many loads were routed before it and may run once
+``x_loads_written`` says every one of them has written its register (or faulted).
 """
 
 from __future__ import annotations
 
-from amaranth import Array, Module, Signal
+from amaranth import Array, Const, Module, Signal
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
 
-from zatile.hw._common import ConfigComponent
+from zatile.hw._common import ConfigComponent, max_bytes
 
-__all__ = ["index_width", "completed_since", "LoadEntryLayout", "LoadQueue"]
+__all__ = ["index_width", "completed_since", "load_pointer", "LoadEntryLayout", "LoadQueue"]
 
 
 def index_width(config: EngineConfig) -> int:
@@ -45,10 +57,17 @@ def completed_since(m, completed, index, width: int):
     return (distance != 0) & (distance <= (1 << (width - 1)))
 
 
+def load_pointer(config: EngineConfig) -> range:
+    """The shape of a load number: modulo twice the depth (one wrap bit beyond the place)."""
+    return range(2 * config.queue_depth)
+
+
 def LoadEntryLayout(config: EngineConfig) -> data.StructLayout:
-    """What a load brings into the queue."""
+    """What a load brings into the queue: its word and operands, its destination, whether it
+    has a governing predicate, and its waits (:func:`~zatile.hw.register_scoreboard.WaitLayout`)."""
+    wait = data.StructLayout({"valid": 1, "index": index_width(config)})
     return data.StructLayout({"word": 32, "base": 64, "index": 64, "dest": 5, "predicate": 1,
-                              "governed": 1, "wait_valid": 1, "wait_index": index_width(config)})
+                              "governed": 1, "start_wait": wait, "write_wait": wait})
 
 
 class LoadQueue(ConfigComponent):
@@ -61,83 +80,131 @@ class LoadQueue(ConfigComponent):
 
     Attributes
     ----------
-    push : Signal(1), in
-    entry : View(LoadEntryLayout), in
-        A routed load, taken when ``push``; ``full`` must be low.
-    full, empty : Signal(1), out
+    push : Signal(ISSUE_LANES), in
+    entries : Signal(ArrayLayout(LoadEntryLayout, ISSUE_LANES)), in
+        The loads routed this cycle: the lanes of ``entries`` that ``push`` marks, which enter
+        in lane order. ``room`` must be high.
+    room : Signal(1), out
+        At least ``ISSUE_LANES`` entries are free.
+    tail : Signal(load_pointer), out
+        The number the next routed load gets.
+    x_loads_before : Signal(load_pointer), in
+    x_loads_written : Signal(1), out
+        Whether every load numbered below ``x_loads_before`` (and at or after the oldest entry)
+        has written its register or faulted.
     x_completed : Signal(index_width), in
         Execution-queue instructions completed so far (modulo).
+    x_completing : Signal(1), in
+        The execution-queue instruction numbered ``x_completed`` completes this cycle.
     start_valid : Signal(1), out
         The entry at the start pointer may start; ``start_entry`` is it.
     start : Signal(1), in
         It starts (in the load/store unit) this cycle.
     complete : Signal(1), in
-        The oldest started load completes, with ``fault`` and ``fault_address``.
-    complete_dest : Signal(5), out
-    complete_predicate : Signal(1), out
-        Its destination: ``Zdest``, or ``Pdest`` when ``complete_predicate``.
-    report_valid : Signal(1), out
-        The oldest entry has completed, with ``report_fault`` and ``report_fault_address``.
-    report : Signal(1), in
-        Its result is taken: it leaves the queue.
+        The oldest started load completes, with ``fault``, ``fault_address`` and ``data`` (in
+        its destination's format; a predicate in the low bits).
+    write : Signal(1), out
+        The oldest completed load writes its destination this cycle: ``write_dest``, a P
+        register when ``write_predicate``, with ``write_data``; not when ``write_fault``.
+    report_valid : Signal(ISSUE_LANES), out
+        Which of the oldest ``ISSUE_LANES`` entries have written, with ``report_fault`` and
+        ``report_fault_address`` (lane ``k``: the ``k``-th oldest entry).
+    report : Signal(range(ISSUE_LANES + 1)), in
+        How many of the oldest entries' results are taken (they leave the queue).
     """
 
     def __init__(self, config: EngineConfig):
         width = index_width(config)
+        pointer = load_pointer(config)
+        lanes = ISSUE_LANES
+        vector = max_bytes(config) * 8
         super().__init__(config, {
-            "push": In(1), "entry": In(LoadEntryLayout(config)), "full": Out(1), "empty": Out(1),
-            "x_completed": In(width),
+            "push": In(lanes), "entries": In(data.ArrayLayout(LoadEntryLayout(config), lanes)),
+            "room": Out(1), "tail": Out(pointer),
+            "x_loads_before": In(pointer), "x_loads_written": Out(1),
+            "x_completed": In(width), "x_completing": In(1),
             "start_valid": Out(1), "start_entry": Out(LoadEntryLayout(config)), "start": In(1),
-            "complete": In(1), "fault": In(1), "fault_address": In(64),
-            "complete_dest": Out(5), "complete_predicate": Out(1),
-            "report_valid": Out(1), "report_fault": Out(1), "report_fault_address": Out(64),
-            "report": In(1),
+            "complete": In(1), "fault": In(1), "fault_address": In(64), "data": In(vector),
+            "write": Out(1), "write_dest": Out(5), "write_predicate": Out(1),
+            "write_fault": Out(1), "write_data": Out(vector),
+            "report_valid": Out(lanes), "report_fault": Out(lanes),
+            "report_fault_address": Out(data.ArrayLayout(64, lanes)),
+            "report": In(range(lanes + 1)),
         })
 
     def elaborate(self, platform):
         m = Module()
         config = self._config
         depth = config.queue_depth
+        width = index_width(config)
         layout = LoadEntryLayout(config)
         entries = Array(Signal(layout, name=f"load{n}") for n in range(depth))
         faults = Array(Signal(name=f"load{n}_fault") for n in range(depth))
         fault_addresses = Array(Signal(64, name=f"load{n}_fault_address") for n in range(depth))
-        pointer = range(2 * depth)              # one wrap bit beyond the index
-        head, started, completed, tail = (Signal(pointer, name=name)
-                                          for name in ("head", "started", "completed", "tail"))
+        buffers = Array(Signal(len(self.data), name=f"load{n}_data") for n in range(depth))
+        pointer = load_pointer(config)
+        head, written, completed, started, tail = (
+            Signal(pointer, name=name)
+            for name in ("head", "written", "completed", "started", "tail"))
+        bits = len(head)
 
-        def slot(position):
-            return position[:(depth - 1).bit_length()] if depth > 1 else 0
+        def place(position):
+            return position[:(depth - 1).bit_length()] if depth > 1 else Const(0, 1)
+
+        def distance(later, earlier):
+            return (later - earlier)[:bits]
 
         m.d.comb += [
-            self.empty.eq(head == tail),
-            self.full.eq((head ^ tail) == depth),
+            self.room.eq(distance(tail, head) <= depth - ISSUE_LANES),
+            self.tail.eq(tail),
+            self.x_loads_written.eq(distance(self.x_loads_before, head)
+                                    <= distance(written, head)),
         ]
-        with m.If(self.push):
-            m.d.sync += [entries[slot(tail)].eq(self.entry), tail.eq(tail + 1)]
+        pushed = Const(0, range(ISSUE_LANES + 1))
+        for lane in range(ISSUE_LANES):
+            with m.If(self.push[lane]):
+                m.d.sync += entries[place(tail + pushed)].eq(self.entries[lane])
+            pushed = pushed + self.push[lane]
+        m.d.sync += tail.eq(tail + pushed)
 
-        waiting = entries[slot(started)]
-        passed = completed_since(m, self.x_completed, waiting.wait_index, index_width(config))
-        predicate_loads = Signal(range(depth + 1))     # started and not completed
+        # Entries read into signals: attributes of an Array element would reach the proxy's own
+        # (``index`` is one).
+        waiting = Signal(layout)
+        writing = Signal(layout)
+        m.d.comb += [waiting.eq(entries[place(started)]), writing.eq(entries[place(written)])]
+        start_passed = completed_since(m, self.x_completed, waiting.start_wait.index, width)
+        predicate_loads = Signal(range(depth + 1))     # started and not written
         m.d.comb += [self.start_entry.eq(waiting),
-                     self.start_valid.eq((started != tail) & (~waiting.wait_valid | passed)
+                     self.start_valid.eq((started != tail)
+                                         & (~waiting.start_wait.valid | start_passed)
                                          & ~(waiting.governed & (predicate_loads != 0)))]
         with m.If(self.start):
             m.d.sync += started.eq(started + 1)
 
-        finishing = entries[slot(completed)]
-        m.d.sync += predicate_loads.eq(predicate_loads + (self.start & waiting.predicate)
-                                       - (self.complete & finishing.predicate))
-        m.d.comb += [self.complete_dest.eq(finishing.dest),
-                     self.complete_predicate.eq(finishing.predicate)]
         with m.If(self.complete):
-            m.d.sync += [faults[slot(completed)].eq(self.fault),
-                         fault_addresses[slot(completed)].eq(self.fault_address),
+            m.d.sync += [faults[place(completed)].eq(self.fault),
+                         fault_addresses[place(completed)].eq(self.fault_address),
+                         buffers[place(completed)].eq(self.data),
                          completed.eq(completed + 1)]
 
-        m.d.comb += [self.report_valid.eq(head != completed),
-                     self.report_fault.eq(faults[slot(head)]),
-                     self.report_fault_address.eq(fault_addresses[slot(head)])]
-        with m.If(self.report):
-            m.d.sync += head.eq(head + 1)
+        # The awaited instruction has completed, or completes this cycle.
+        write_passed = completed_since(m, (self.x_completed + self.x_completing)[:width],
+                                       writing.write_wait.index, width)
+        m.d.comb += [
+            self.write.eq((written != completed) & (~writing.write_wait.valid | write_passed)),
+            self.write_dest.eq(writing.dest),
+            self.write_predicate.eq(writing.predicate),
+            self.write_fault.eq(faults[place(written)]),
+            self.write_data.eq(buffers[place(written)]),
+        ]
+        with m.If(self.write):
+            m.d.sync += written.eq(written + 1)
+        m.d.sync += predicate_loads.eq(predicate_loads + (self.start & waiting.predicate)
+                                       - (self.write & writing.predicate))
+
+        for lane in range(ISSUE_LANES):
+            m.d.comb += [self.report_valid[lane].eq(distance(written, head) > lane),
+                         self.report_fault[lane].eq(faults[place(head + lane)]),
+                         self.report_fault_address[lane].eq(fault_addresses[place(head + lane)])]
+        m.d.sync += head.eq(head + self.report)
         return m

@@ -15,7 +15,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch import isa
-from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
 
 from zatile.hw._common import ConfigComponent, max_bytes
 from zatile.hw.decoder import Op
@@ -27,7 +27,8 @@ PERF_COUNTERS = ("cycles", "busy_cycles", "retired", "retired_mopa", "retired_ld
                  "retired_other", "traps", "macs")
 PerfLayout = data.StructLayout({name: 64 for name in PERF_COUNTERS})
 
-#: What happened in a cycle: the engine's state and the instruction that completed, if any.
+#: What happened in a cycle: the engine's state, the execution-queue instruction that completed,
+#: if any, and the loads of the load queue whose results were taken.
 PerfEventLayout = data.StructLayout({
     "idle": 1,
     "completed": 1,        # an instruction left dispatch (with any status)
@@ -35,6 +36,8 @@ PerfEventLayout = data.StructLayout({
     "outer_product": 1,    # it is an outer product or ADDHA/ADDVA
     "memory": 1,           # it is a memory instruction
     "double": 1,           # its tile elements are 64-bit
+    "loads": range(ISSUE_LANES + 1),         # loads of the load queue that left it
+    "load_faults": range(ISSUE_LANES + 1),   # ... of them with a fault
 })
 
 #: (tile element bytes, source elements per tile element) of each outer product, by (op, .D).
@@ -88,16 +91,20 @@ class PerfCounters(ConfigComponent):
         m = Module()
         event, counters = self.event, self.counters
         retired = event.retired
+        loads_retired = Signal.like(event.loads)
+        m.d.comb += loads_retired.eq(event.loads - event.load_faults)
         macs = self._mac_count(m)
         m.d.sync += [
             counters.cycles.eq(counters.cycles + 1),
             counters.busy_cycles.eq(counters.busy_cycles + ~event.idle),
-            counters.retired.eq(counters.retired + retired),
+            counters.retired.eq(counters.retired + retired + loads_retired),
             counters.retired_mopa.eq(counters.retired_mopa + (retired & event.outer_product)),
-            counters.retired_ldst.eq(counters.retired_ldst + (retired & event.memory)),
+            counters.retired_ldst.eq(counters.retired_ldst + (retired & event.memory)
+                                     + loads_retired),
             counters.retired_other.eq(counters.retired_other
                                       + (retired & ~event.outer_product & ~event.memory)),
-            counters.traps.eq(counters.traps + (event.completed & ~retired)),
+            counters.traps.eq(counters.traps + (event.completed & ~retired)
+                              + event.load_faults),
             counters.macs.eq(counters.macs + Mux(retired & event.outer_product, macs, 0)),
         ]
         return m

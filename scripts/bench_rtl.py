@@ -22,8 +22,9 @@ Prints, per SVL:
 
 Cycle figures are deterministic; seconds depend on the machine.
 
-Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--bus 64] [--icarus] [--build-times]
-[--synth] [--synth-vector]``
+Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--bus 64] [--queue-depth 16]
+[--mem-outstanding 8] [--workloads gemm_fp32 ...] [--icarus] [--build-times] [--synth]
+[--synth-vector]``
 """
 
 from __future__ import annotations
@@ -75,6 +76,12 @@ def main() -> int:
     parser.add_argument("--svl", type=int, nargs="+", default=[128, 256])
     parser.add_argument("--bus", type=int, default=None,
                         help="memory bus width in bits (default: as wide as the SVL)")
+    parser.add_argument("--queue-depth", type=int, default=None,
+                        help="EngineConfig.queue_depth (default: the configuration's default)")
+    parser.add_argument("--mem-outstanding", type=int, default=None,
+                        help="EngineConfig.mem_outstanding (default: the configuration's)")
+    parser.add_argument("--workloads", nargs="+", default=None, metavar="NAME",
+                        help="only these workloads of tb/bench.py (default: every one)")
     parser.add_argument("--icarus", action="store_true", help="also measure Icarus speed")
     parser.add_argument("--build-times", action="store_true",
                         help="cold Verilator builds at SVL 128, 256 and 512")
@@ -83,17 +90,28 @@ def main() -> int:
     parser.add_argument("--synth-vector", action="store_true",
                         help="synth_ecp5 of the vector unit alone at each SVL (the area it adds)")
     args = parser.parse_args()
+    workloads = args.workloads or rtl_workloads()
+    unknown = sorted(set(workloads) - set(rtl_workloads()))
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}")
+    knobs = {name: value for name, value in (("queue_depth", args.queue_depth),
+                                              ("mem_outstanding", args.mem_outstanding))
+             if value is not None}
     for svl in args.svl:
         try:
-            config = EngineConfig(max_svl=svl, mem_data_width=args.bus or svl)
+            config = EngineConfig(max_svl=svl, mem_data_width=args.bus or svl, **knobs)
         except ValueError as error:
             parser.error(str(error))
-        results = bench_rtl(config, rtl_workloads())
+        if knobs:
+            print(f"queue_depth {config.queue_depth}, mem_outstanding {config.mem_outstanding}")
+        results = bench_rtl(config, workloads)
         report(config, results)
         simulators = {"Verilator": results}
         if args.icarus:
             simulators["Icarus"] = bench_rtl(config, ["mixed", "free_running"], "icarus")
         for simulator, figures in simulators.items():
+            if "mixed" not in figures or "free_running" not in figures:
+                continue
             mixed, free = figures["mixed"], figures["free_running"]
             print(f"  {simulator:<9} {mixed['cycles_per_second']:>9,.0f} cycles/s "
                   f"under the cocotb testbench ({mixed['instructions']} random instructions), "

@@ -55,7 +55,8 @@ ZERO_MASK_CLASSES = ("empty", "one_d", "s_tile", "h_tile", "all", "other")
 MEMORY_EVENTS = ("load_fault", "store_fault", "store_partial_write", "forced_error_load",
                  "forced_error_store")
 OVERLAP_EVENTS = ("load_behind_mopa_same_z", "mopa_behind_load", "slice_store_behind_mopa",
-                  "fault_with_mopa_in_flight", "issue_stalled", "memory_saturated")
+                  "fault_with_mopa_in_flight", "issue_stalled", "memory_saturated",
+                  "paired_issue", "paired_results")
 #: Loads of the load queue (``hw.engine.DECOUPLED_LOADS``, by the table's operation names).
 DECOUPLED_LOAD_OPS = frozenset(("ld1_contiguous", "ldnt1_contiguous", "ld1_signed",
                                 "ld1_replicate", "ld1rq", "ldr_register"))
@@ -371,3 +372,11 @@ class OverlapTracker:
     def memory_saturated(self) -> None:
         """The memory port had ``mem_outstanding`` beats unanswered."""
         self._hit("memory_saturated")
+
+    def paired_issue(self) -> None:
+        """One issue transfer carried more than one instruction."""
+        self._hit("paired_issue")
+
+    def paired_results(self) -> None:
+        """One result transfer carried more than one result."""
+        self._hit("paired_results")

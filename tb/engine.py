@@ -51,6 +51,9 @@ __all__ = ["CLOCK_NS", "STAGING_BASE", "EngineBench", "RtlEngine", "smcr_len_for
            "to_model_result"]
 
 CLOCK_NS = 10
+#: How often an issue transfer carries one instruction though more are queued, under every pause
+#: style but "none" (the benchmarks' full speed).
+SINGLE_ISSUE_RATE = 0.25
 #: Where the staging region of :meth:`EngineBench.load_state` is mapped while it runs.
 STAGING_BASE = 0x7FFF_0000_0000_0000
 
@@ -108,6 +111,8 @@ class EngineBench:
         #: Told what enters the engine and what leaves it, when set (functional coverage).
         self.overlap: OverlapTracker | None = None
         self._issue_waits = 0
+        self._paired_issues = 0
+        self._paired_results = 0
 
     # ------------------------------------------------------------------ set-up
     def set_pauses(self, style: str) -> None:
@@ -117,6 +122,7 @@ class EngineBench:
         self._pause_style = style
         if self.issue is not None:
             self.issue.source.pauses = pauses_by_name(style, self.rng)
+            self.issue.packing.single_rate = 0.0 if style == "none" else SINGLE_ISSUE_RATE
             self.results.sink.pauses = pauses_by_name(style, self.rng)
             self.memory.sink.pauses = pauses_by_name(style, self.rng)
             self.memory.responses.pauses = pauses_by_name(style, self.rng)
@@ -157,7 +163,7 @@ class EngineBench:
         self.set_inputs(smcr_len=smcr_len, sme_enable=sme_enable, fpcr=fpcr, za_context=0)
         self.dut.rst.value = 1
         if self.issue is None:
-            self.issue = IssueDriver(self.dut, self.clock)
+            self.issue = IssueDriver(self.dut, self.clock, rng=self.rng)
             self.results = ResultMonitor(self.dut, self.clock)
             self.results.callbacks.append(self._route_result)
             self.memory = MemoryResponder(self.dut, self.clock, self.bus)
@@ -186,6 +192,10 @@ class EngineBench:
             if self.memory.most_outstanding >= self.config.mem_outstanding:
                 self.overlap.memory_saturated()
                 self.memory.most_outstanding = 0
+            paired = self.results.received - self.results.sink.transfers
+            if paired > self._paired_results:
+                self._paired_results = paired
+                self.overlap.paired_results()
         callback(result)
 
     def _cycle(self) -> float:
@@ -196,6 +206,10 @@ class EngineBench:
         if self.issue.source.waits > self._issue_waits:
             self._issue_waits = self.issue.source.waits
             self.overlap.issue_stalled()
+        paired = self.issue.issued - self.issue.transfers
+        if paired > self._paired_issues:
+            self._paired_issues = paired
+            self.overlap.paired_issue()
 
     def issue_nowait(self, word: int, sources: Sequence[int],
                      on_result: Callable[[RtlResult], None]) -> None:

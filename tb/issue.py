@@ -9,25 +9,30 @@ across the two stream ports.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
 
-from zatile.hw.engine import IssueLayout, ResultLayout
+from zatile.hw.engine import IssueLayout, IssuePortLayout, ResultLayout, ResultPortLayout
 from zatile.hw.state_control import Status
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE
 from zatile.sw.arch.isa import destination_of, read_operands, sources_of, write_result
 from zatile.tb.pauses import PauseGenerator
-from zatile.tb.stream import StreamSink, StreamSource, layout_fields
+from zatile.tb.stream import (StreamSink, StreamSource, layout_fields, pack_fields,
+                             unpack_fields)
 
-__all__ = ["ISSUE_FIELDS", "RESULT_FIELDS", "SOURCE_SLOTS", "STATUS_NAMES", "RtlResult",
-           "ScalarFile", "IssueDriver", "ResultMonitor", "pad_sources"]
+__all__ = ["ISSUE_FIELDS", "RESULT_FIELDS", "PORT_LANES", "SOURCE_SLOTS", "STATUS_NAMES",
+           "RtlResult", "ScalarFile", "IssueDriver", "ResultMonitor", "pad_sources",
+           "issue_payload", "results_of"]
 
-#: ``issue`` payload (:data:`zatile.hw.engine.IssueLayout`), LSB first.
+#: One instruction of the ``issue`` payload (:data:`zatile.hw.engine.IssueLayout`), LSB first.
 ISSUE_FIELDS = layout_fields(IssueLayout)
-#: ``result`` payload (:data:`zatile.hw.engine.ResultLayout`), LSB first.
+#: One result of the ``result`` payload (:data:`zatile.hw.engine.ResultLayout`), LSB first.
 RESULT_FIELDS = layout_fields(ResultLayout)
+#: Instructions (and results) per transfer: lanes of the port layouts.
+PORT_LANES = IssuePortLayout["lanes"].shape.length
 #: Operand slots of the issue port (``src0``, ``src1``, ...).
 SOURCE_SLOTS = tuple(name for name in ISSUE_FIELDS if name.startswith("src"))
 #: ``result.status`` encoding: the member names of :class:`zatile.sw.arch.engine.Status`.
@@ -109,11 +114,52 @@ class ScalarFile:
             self.nzcv = result.nzcv
 
 
-class IssueDriver:
-    """Drives ``issue``: one instruction word with its resolved operands per transfer."""
+def issue_payload(instructions: list[Mapping[str, int]]) -> dict[str, int]:
+    """One ``issue`` transfer (fields of :data:`IssuePortLayout`) carrying ``instructions``
+    (fields of :data:`ISSUE_FIELDS`), in lane order."""
+    lanes = sum(pack_fields(ISSUE_FIELDS, values) << (lane * IssueLayout.size)
+                for lane, values in enumerate(instructions))
+    return {"lanes": lanes, "count": len(instructions)}
 
-    def __init__(self, dut, clock, pauses: PauseGenerator | None = None):
-        self.source = StreamSource(dut, clock, "issue", ISSUE_FIELDS, pauses)
+
+class _LanePacking:
+    """How :class:`IssueDriver` gathers instructions into one ``issue`` transfer: as many as
+    are queued, up to the port's lanes, except that with probability ``single_rate`` a transfer
+    carries one (so that single transfers are tested however fast the host runs)."""
+
+    def __init__(self, rng: random.Random, single_rate: float):
+        self.rng = rng
+        self.single_rate = single_rate
+
+    def most(self) -> int:
+        return 1 if self.rng.random() < self.single_rate else PORT_LANES
+
+    @staticmethod
+    def payload(instructions: list[Mapping[str, int]]) -> dict[str, int]:
+        return issue_payload(instructions)
+
+
+class IssueDriver:
+    """Drives ``issue``: up to :data:`PORT_LANES` instruction words with their resolved operands
+    per transfer, in program order.
+
+    Parameters
+    ----------
+    dut, clock
+        The toplevel and its clock.
+    pauses : PauseGenerator, optional
+        Idle cycles before each transfer.
+    rng : random.Random, optional
+        Decides which transfers carry a single instruction though more are queued.
+    single_rate : float
+        How often (0 to 1) a transfer carries one instruction when more are queued.
+    """
+
+    def __init__(self, dut, clock, pauses: PauseGenerator | None = None,
+                 rng: random.Random | None = None, single_rate: float = 0.0):
+        self.packing = _LanePacking(rng or random.Random(0), single_rate)
+        self.source = StreamSource(dut, clock, "issue", layout_fields(IssuePortLayout), pauses,
+                                   gather=self.packing)
 
     def issue_nowait(self, word: int, sources: tuple[int, ...],
                      on_accept: Callable[[], None] | None = None) -> None:
@@ -125,21 +171,56 @@ class IssueDriver:
 
     @property
     def issued(self) -> int:
+        """Instructions the engine has taken."""
+        return self.source.items
+
+    @property
+    def transfers(self) -> int:
         return self.source.transfers
 
 
+def results_of(payload: Mapping[str, int]) -> list[RtlResult]:
+    """The results one ``result`` transfer carries (fields of :data:`ResultPortLayout`).
+
+    Raises
+    ------
+    ValueError
+        For a transfer that carries no result or more than :data:`PORT_LANES`.
+    """
+    count = payload["count"]
+    if not 1 <= count <= PORT_LANES:
+        raise ValueError(f"carries {count} results (1 to {PORT_LANES} expected)")
+    return [RtlResult.from_payload(unpack_fields(
+        RESULT_FIELDS, payload["lanes"] >> (lane * ResultLayout.size))) for lane in range(count)]
+
+
 class ResultMonitor:
-    """Accepts ``result`` transfers and hands each :class:`RtlResult` to the callbacks."""
+    """Accepts ``result`` transfers and hands each :class:`RtlResult` in them, in order, to the
+    callbacks.
+
+    Raises
+    ------
+    AssertionError
+        From the sink task, for a transfer that carries no result or more than the lanes.
+    """
 
     def __init__(self, dut, clock, pauses: PauseGenerator | None = None):
         self.callbacks: list[Callable[[RtlResult], None]] = []
-        self.sink = StreamSink(dut, clock, "result", RESULT_FIELDS, self._received, pauses)
+        self.results = 0
+        self.sink = StreamSink(dut, clock, "result", layout_fields(ResultPortLayout),
+                               self._received, pauses)
 
     def _received(self, payload: Mapping[str, int]) -> None:
-        result = RtlResult.from_payload(payload)
-        for callback in self.callbacks:
-            callback(result)
+        try:
+            results = results_of(payload)
+        except ValueError as error:
+            raise AssertionError(f"result transfer {self.sink.transfers}: {error}") from None
+        for result in results:
+            self.results += 1
+            for callback in self.callbacks:
+                callback(result)
 
     @property
     def received(self) -> int:
-        return self.sink.transfers
+        """Results taken."""
+        return self.results

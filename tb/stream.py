@@ -27,7 +27,8 @@ from cocotb.utils import get_sim_time
 
 from zatile.tb.pauses import PauseGenerator, no_pauses
 
-__all__ = ["Payload", "StreamSource", "StreamSink", "signal", "read_int", "layout_fields"]
+__all__ = ["Payload", "StreamSource", "StreamSink", "signal", "read_int", "layout_fields",
+           "pack_fields", "unpack_fields"]
 
 
 def layout_fields(layout: data.StructLayout) -> dict[str, int]:
@@ -49,6 +50,36 @@ def layout_fields(layout: data.StructLayout) -> dict[str, int]:
         fields[name] = width
         position += width
     return fields
+
+
+def pack_fields(fields: Mapping[str, int], values: Mapping[str, int]) -> int:
+    """``values`` (missing fields 0) packed LSB first in the order of ``fields`` (name to width).
+
+    Raises
+    ------
+    ValueError
+        For an unknown field or a value that does not fit its field.
+    """
+    unknown = set(values) - set(fields)
+    if unknown:
+        raise ValueError(f"unknown payload field(s) {sorted(unknown)}")
+    packed, offset = 0, 0
+    for name, width in fields.items():
+        value = int(values.get(name, 0))
+        if not 0 <= value < 1 << width:
+            raise ValueError(f"payload field {name}={value:#x} does not fit {width} bits")
+        packed |= value << offset
+        offset += width
+    return packed
+
+
+def unpack_fields(fields: Mapping[str, int], packed: int) -> dict[str, int]:
+    """The fields (name to width, LSB first) of ``packed``."""
+    values, offset = {}, 0
+    for name, width in fields.items():
+        values[name] = (packed >> offset) & ((1 << width) - 1)
+        offset += width
+    return values
 
 
 def signal(dut, name: str):
@@ -108,10 +139,6 @@ class Payload:
             self._handles = {name: getattr(dut, f"{prefix}__{name}") for name in self.fields}
         else:
             self._packed = signal(dut, prefix)
-            self._offsets, offset = {}, 0
-            for name, width in self.fields.items():
-                self._offsets[name] = offset
-                offset += width
 
     def write(self, values: Mapping[str, int]) -> None:
         """Drive every field (missing fields are driven 0).
@@ -119,30 +146,20 @@ class Payload:
         Raises
         ------
         ValueError
-            For a value that does not fit its field.
+            For an unknown field or a value that does not fit its field.
         """
-        unknown = set(values) - set(self.fields)
-        if unknown:
-            raise ValueError(f"unknown payload field(s) {sorted(unknown)}")
-        packed = 0
-        for name, width in self.fields.items():
-            value = int(values.get(name, 0))
-            if not 0 <= value < 1 << width:
-                raise ValueError(f"payload field {name}={value:#x} does not fit {width} bits")
-            if self._flat:
-                self._handles[name].value = value
-            else:
-                packed |= value << self._offsets[name]
+        packed = pack_fields(self.fields, values)
         if not self._flat:
             self._packed.value = packed
+            return
+        for name, value in unpack_fields(self.fields, packed).items():
+            self._handles[name].value = value
 
     def read(self) -> dict[str, int]:
         """Every field's current value."""
         if self._flat:
             return {name: read_int(handle) for name, handle in self._handles.items()}
-        packed = read_int(self._packed)
-        return {name: (packed >> self._offsets[name]) & ((1 << width) - 1)
-                for name, width in self.fields.items()}
+        return unpack_fields(self.fields, read_int(self._packed))
 
 
 async def _settled_high(handle, clock, falling) -> None:
@@ -185,13 +202,16 @@ class _StreamAgent:
     def stop(self) -> None:
         self._task.cancel()
 
-    async def _offer(self, own, other, falling) -> None:
-        """Idle ``next(pauses)`` cycles with ``own`` low, raise it, and return in the clock-low
-        phase before the rising edge at which ``other`` is high too (the transfer)."""
+    async def _offer(self, own, other, falling, prepare: Callable[[], None] | None = None) -> None:
+        """Idle ``next(pauses)`` cycles with ``own`` low, call ``prepare`` (if any), raise
+        ``own``, and return in the clock-low phase before the rising edge at which ``other`` is
+        high too (the transfer)."""
         idle = next(self.pauses)
         if idle:
             own.value = 0
             await ClockCycles(self._clock, idle, FallingEdge)
+        if prepare is not None:
+            prepare()
         own.value = 1
         offered = get_sim_time("ns")
         await _settled_high(other, self._clock, falling)
@@ -204,11 +224,18 @@ class StreamSource(_StreamAgent):
 
     Items are queued with :meth:`send_nowait` (or awaited with :meth:`send`) and offered in order;
     before each offer the agent idles for ``next(pauses)`` cycles with ``valid`` low.
+
+    With ``gather``, one transfer carries several items: at each offer the agent takes every
+    item queued by then, up to ``gather.most()`` of them, and drives ``gather.payload(items)``
+    (each item's ``on_accept`` runs once the transfer is taken).
     """
 
     def __init__(self, dut, clock, name: str, fields: Mapping[str, int],
-                 pauses: PauseGenerator | None = None):
+                 pauses: PauseGenerator | None = None, gather=None):
         super().__init__(dut, clock, name, fields, pauses)
+        self._gather = gather
+        #: Items taken by the design (more than ``transfers`` when gathering).
+        self.items = 0
         self._queue: Queue = Queue()
         self._idle = Event()
         self._idle.set()
@@ -237,13 +264,24 @@ class StreamSource(_StreamAgent):
             if self._queue.empty():
                 self._valid.value = 0
                 self._idle.set()
-            values, on_accept = await self._queue.get()
-            self._payload.write(values)         # valid is low or the last transfer just ended
-            await self._offer(self._valid, self._ready, falling)
+            batch = [await self._queue.get()]
+
+            def prepare() -> None:             # valid is low, or the last transfer just ended
+                if self._gather is None:
+                    self._payload.write(batch[0][0])
+                    return
+                most = self._gather.most()
+                while len(batch) < most and not self._queue.empty():
+                    batch.append(self._queue.get_nowait())
+                self._payload.write(self._gather.payload([values for values, _ in batch]))
+
+            await self._offer(self._valid, self._ready, falling, prepare)
             await falling                     # the rising edge in between took the payload
             self.transfers += 1
-            if on_accept is not None:
-                on_accept()
+            self.items += len(batch)
+            for _, on_accept in batch:
+                if on_accept is not None:
+                    on_accept()
 
 
 class StreamSink(_StreamAgent):

@@ -10,7 +10,7 @@ def test_defaults_support_every_svl_up_to_the_maximum():
     assert config.supported_svls == (128, 256, 512)
     assert config.mem_data_width == 512
     assert config.features == frozenset(FEATURES)
-    assert (config.queue_depth, config.mem_outstanding) == (8, 4)
+    assert (config.queue_depth, config.mem_outstanding) == (16, 4)
 
 
 def test_the_queue_knobs_round_trip_through_json_and_leave_the_id_register_alone():
@@ -29,6 +29,7 @@ def test_the_queue_knobs_round_trip_through_json_and_leave_the_id_register_alone
     (dict(mem_data_width=96), "96"),
     (dict(za_contexts=0), "0"),
     (dict(queue_depth=6), "queue_depth .* not 6"),
+    (dict(queue_depth=1), "from 2 to 64, not 1"),
     (dict(queue_depth=128), "not 128"),
     (dict(mem_outstanding=0), "mem_outstanding .* not 0"),
     (dict(mem_outstanding=17), "not 17"),

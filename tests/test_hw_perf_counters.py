@@ -24,7 +24,8 @@ def _run(events, op=Op.INT_MOPA, rows=0, columns=0):
         ctx.set(dut.column_predicate, columns)
         for event in events:
             ctx.set(dut.event, {"idle": 0, "completed": 0, "retired": 0, "outer_product": 0,
-                                "memory": 0, "double": 0, **event})
+                                "memory": 0, "double": 0, "loads": 0, "load_faults": 0,
+                                **event})
             await ctx.tick()
         for name in PERF_COUNTERS:
             counts[name] = ctx.get(getattr(dut.counters, name))
@@ -45,6 +46,14 @@ def test_each_counter_counts_its_event():
                   rows=0, columns=0)
     assert counts == {"cycles": 8, "busy_cycles": 6, "retired": 4, "retired_mopa": 1,
                       "retired_ldst": 1, "retired_other": 2, "traps": 1, "macs": 0}
+
+
+def test_loads_of_the_load_queue_count_beside_the_completing_instruction():
+    # Two loads leave the load queue (one faulted) in the cycle an outer product completes.
+    counts = _run([{"completed": 1, "retired": 1, "outer_product": 1, "loads": 2,
+                    "load_faults": 1}, {"loads": 1}, {"loads": 2, "load_faults": 2}])
+    assert counts == {"cycles": 3, "busy_cycles": 3, "retired": 3, "retired_mopa": 1,
+                      "retired_ldst": 2, "retired_other": 0, "traps": 3, "macs": 0}
 
 
 def test_a_trapped_outer_product_counts_no_macs():

@@ -18,7 +18,7 @@ from zatile.sw.arch.asm import assemble_line
 from zatile.sw.arch.config import EngineConfig
 
 from zatile.tb.coverage import Coverage, Sample, predicate_class
-from zatile.tb.issue import RtlResult, ScalarFile
+from zatile.tb.issue import RESULT_FIELDS, RtlResult, ScalarFile, issue_payload, results_of
 from zatile.tb.memory import BusError, BusMemory, memory_with_holes
 from zatile.tb.pauses import bursty_pauses, no_pauses, pauses_by_name, random_pauses
 
@@ -131,6 +131,27 @@ def test_scalar_file_resolves_and_writes_back():
     assert registers.sp == 0x9000
 
 
+def test_issue_transfers_pack_lanes_and_result_transfers_unpack_them():
+    payload = issue_payload([{"word": 0xA5484001, "src0": 7}, {"word": 3, "src2": 9}])
+    assert payload["count"] == 2
+    lane_bits = 32 + 3 * 64
+    assert payload["lanes"] & 0xFFFF_FFFF == 0xA5484001
+    assert payload["lanes"] >> 32 & (2**64 - 1) == 7
+    assert payload["lanes"] >> lane_bits & 0xFFFF_FFFF == 3
+    assert payload["lanes"] >> (lane_bits + 32 + 128) == 9
+    size = sum(RESULT_FIELDS.values())
+    fault = 3 | 0x1234 << (2 + 3 + 64)             # status FAULT, fault_address
+    results = results_of({"count": 2, "lanes": fault << size | 5 << 5})
+    assert results[0] == RtlResult("OK", 0, 5, 0, False)
+    assert results[1].describe() == "FAULT at 0x1234"
+
+
+@pytest.mark.parametrize("count", [0, 3])
+def test_a_result_transfer_of_no_result_or_too_many_is_reported(count):
+    with pytest.raises(ValueError, match=f"carries {count} results"):
+        results_of({"count": count, "lanes": 0})
+
+
 def test_predicate_classes():
     def predicate(bits):
         return np.packbits(np.array(bits, np.uint8), bitorder="little")
@@ -177,22 +198,25 @@ LOOPBACK_WIDTH = 128
 
 
 def _loopback(width: int):
-    """A stand-in with the engine's port names: op = word[1:0]; 0 read beat at src0 with
-    enables src2, 1 write src1 (replicated) at src0 with enables src2, 2 scalar = src0 + src1,
-    3 SME trap with SMTC word[4:2]. debug_data = {space, index} replicated, one cycle late.
-    The next instruction is accepted while the result is taken (issue.ready = result.ready)."""
-    from amaranth import Cat, Module, Signal
+    """A stand-in with the engine's port names and issue/result layouts: each instruction of an
+    issue transfer in turn, op = word[1:0]; 0 read beat at src0 with enables src2, 1 write src1
+    (replicated) at src0 with enables src2, 2 scalar = src0 + src1, 3 SME trap with SMTC
+    word[4:2]; the results of a transfer leave together in one result transfer.
+    debug_data = {space, index} replicated, one cycle late. The next transfer is accepted while
+    the results are taken (issue.ready = result.ready)."""
+    from amaranth import Array, Cat, Module, Signal
     from amaranth.lib import data, stream, wiring
     from amaranth.lib.wiring import In, Out
+
+    from zatile.hw.engine import IssuePortLayout, ResultPortLayout
+
+    lanes = IssuePortLayout["lanes"].shape.length
 
     class Loopback(wiring.Component):
         def __init__(self):
             super().__init__({
-                "issue": In(stream.Signature(data.StructLayout(
-                    {"word": 32, "src0": 64, "src1": 64, "src2": 64}))),
-                "result": Out(stream.Signature(data.StructLayout(
-                    {"status": 2, "smtc": 3, "scalar": 64, "fault_address": 64,
-                     "fpsr_reset": 1}))),
+                "issue": In(stream.Signature(IssuePortLayout)),
+                "result": Out(stream.Signature(ResultPortLayout)),
                 "mem_req": Out(stream.Signature(data.StructLayout(
                     {"address": 64, "write": 1, "data": width, "byte_enable": width // 8,
                      "first": 1}))),
@@ -203,28 +227,47 @@ def _loopback(width: int):
 
         def elaborate(self, platform):
             m = Module()
+            taken = Signal(IssuePortLayout)
+            results = Signal(ResultPortLayout)
+            lane = Signal(range(lanes))
+            current = Array(taken.lanes)[lane]
             word, src0, src1, src2 = (Signal(32), Signal(64), Signal(64), Signal(64))
-            status, smtc, scalar = Signal(2), Signal(3), Signal(64)
+            m.d.comb += [word.eq(current.word), src0.eq(current.src0), src1.eq(current.src1),
+                         src2.eq(current.src2)]
+            result = Array(results.lanes)[lane]
             tag = Cat(self.debug_addr.index, self.debug_addr.space)
             m.d.sync += self.debug_data.eq(Cat(*[tag] * (width // 10 + 1))[:width])
+
+            def take_transfer():
+                m.d.sync += [taken.eq(self.issue.payload), results.eq(0), lane.eq(0),
+                             results.count.eq(self.issue.payload.count)]
+                with m.If(self.issue.payload.count != 0):
+                    m.next = "DISPATCH"
+                with m.Else():
+                    m.next = "IDLE"
+
+            def finish(status, scalar):
+                m.d.sync += [result.status.eq(status), result.smtc.eq(word[2:5]),
+                             result.scalar.eq(scalar), result.fault_address.eq(src0)]
+                with m.If(lane + 1 < taken.count):
+                    m.d.sync += lane.eq(lane + 1)
+                    m.next = "DISPATCH"
+                with m.Else():
+                    m.next = "RESULT"
+
             with m.FSM():
                 with m.State("IDLE"):
                     m.d.comb += self.issue.ready.eq(1)
                     with m.If(self.issue.valid):
-                        p = self.issue.payload
-                        m.d.sync += [word.eq(p.word), src0.eq(p.src0), src1.eq(p.src1),
-                                     src2.eq(p.src2)]
-                        m.next = "DISPATCH"
+                        take_transfer()
                 with m.State("DISPATCH"):
                     with m.Switch(word[0:2]):
                         with m.Case(0, 1):
                             m.next = "REQUEST"
                         with m.Case(2):
-                            m.d.sync += [status.eq(0), scalar.eq(src0 + src1)]
-                            m.next = "RESULT"
+                            finish(0, src0 + src1)
                         with m.Case(3):
-                            m.d.sync += [status.eq(2), smtc.eq(word[2:5]), scalar.eq(0)]
-                            m.next = "RESULT"
+                            finish(2, 0)
                 with m.State("REQUEST"):
                     m.d.comb += [self.mem_req.valid.eq(1),
                                  self.mem_req.payload.address.eq(src0),
@@ -237,24 +280,15 @@ def _loopback(width: int):
                 with m.State("RESPONSE"):
                     m.d.comb += self.mem_resp.ready.eq(1)
                     with m.If(self.mem_resp.valid):
-                        m.d.sync += [status.eq(self.mem_resp.payload.error * 3),
-                                     scalar.eq(self.mem_resp.payload.data[:64])]
-                        m.next = "RESULT"
+                        finish(self.mem_resp.payload.error * 3, self.mem_resp.payload.data[:64])
                 with m.State("RESULT"):
-                    m.d.comb += [self.result.valid.eq(1), self.result.payload.status.eq(status),
-                                 self.result.payload.smtc.eq(smtc),
-                                 self.result.payload.scalar.eq(scalar),
-                                 self.result.payload.fault_address.eq(src0),
-                                 self.result.payload.fpsr_reset.eq(0),
-                                 # Like the engine: the next instruction is taken in the cycle
-                                 # the result goes, so issue.ready follows result.ready
+                    m.d.comb += [self.result.valid.eq(1), self.result.payload.eq(results),
+                                 # Like the engine: the next transfer is taken in the cycle the
+                                 # results go, so issue.ready follows result.ready
                                  # combinationally (and can rise in the clock-low phase).
                                  self.issue.ready.eq(self.result.ready)]
                     with m.If(self.result.ready & self.issue.valid):
-                        p = self.issue.payload
-                        m.d.sync += [word.eq(p.word), src0.eq(p.src0), src1.eq(p.src1),
-                                     src2.eq(p.src2)]
-                        m.next = "DISPATCH"
+                        take_transfer()
                     with m.Elif(self.result.ready):
                         m.next = "IDLE"
             return m
@@ -272,7 +306,10 @@ def _build_loopback(simulator: str, waves: bool = False):
         path.write_text(verilog.convert(_loopback(LOOPBACK_WIDTH), name="loopback"))
         return [path]
 
-    key = [inspect.getsource(_loopback), LOOPBACK_WIDTH]
+    from zatile.hw.engine import IssuePortLayout, ResultPortLayout
+
+    key = [inspect.getsource(_loopback), LOOPBACK_WIDTH, repr(IssuePortLayout),
+           repr(ResultPortLayout)]
     return build_design("loopback", write, key, simulator, waves)
 
 
@@ -421,7 +458,7 @@ if cocotb is not None and os.environ.get("COCOTB_TEST_MODULES"):
     def _agents(dut, rng, style):
         bus = BusMemory(Memory({0x4000: np.frombuffer(rng.randbytes(1024), np.uint8)}),
                         LOOPBACK_WIDTH // 8, rng)
-        issue = IssueDriver(dut, dut.clk, pauses_by_name(style, rng))
+        issue = IssueDriver(dut, dut.clk, pauses_by_name(style, rng), rng=rng, single_rate=0.3)
         results = ResultMonitor(dut, dut.clk, pauses_by_name(style, rng))
         responder = MemoryResponder(dut, dut.clk, bus, pauses_by_name(style, rng),
                                     pauses_by_name(style, rng))
@@ -470,6 +507,9 @@ if cocotb is not None and os.environ.get("COCOTB_TEST_MODULES"):
                     assert got.scalar == scalar, f"{style} #{index}: {got.scalar:#x} != {scalar:#x}"
             assert bus.memory == shadow, style
             assert responder.requests == responder.responses.transfers
+            # Transfers of one and of two instructions, and of one and two results.
+            assert issue.transfers < issue.issued < 2 * issue.transfers, style
+            assert results.sink.transfers < results.received, style
             for agent in (issue.source, results.sink, responder):
                 agent.stop()
 
