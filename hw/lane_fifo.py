@@ -5,12 +5,17 @@ instructions per transfer (docs/architecture.md, "Decoupled execution"); the que
 them (the execution queue, the program-order queue, the execution results) take and give as
 many per cycle. Writes and reads of one cycle are independent: an entry written this cycle can
 be read from the next.
+
+The entries live in ``lanes`` banks of memory, place ``p`` in bank ``p mod lanes``: the places
+one cycle writes (or reads) are consecutive, so each bank has one write and one read port, which
+an FPGA holds in distributed RAM instead of flip-flops and wide multiplexers.
 """
 
 from __future__ import annotations
 
 from amaranth import Array, Const, Module, Signal
 from amaranth.lib import data
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zatile.hw._common import CheckedComponent
@@ -28,7 +33,7 @@ class LaneFifo(CheckedComponent):
     depth : int
         Entries: a power of two, at least ``lanes``.
     lanes : int
-        Entries written and read per cycle (at least 1).
+        Entries written and read per cycle: a power of two.
 
     Attributes
     ----------
@@ -56,8 +61,8 @@ class LaneFifo(CheckedComponent):
     def check_arguments(width: int, depth: int, lanes: int) -> None:
         if not isinstance(width, int) or width < 1:
             raise ValueError(f"width must be a positive integer, not {width!r}")
-        if not isinstance(lanes, int) or lanes < 1:
-            raise ValueError(f"lanes must be a positive integer, not {lanes!r}")
+        if not isinstance(lanes, int) or lanes < 1 or lanes & (lanes - 1):
+            raise ValueError(f"lanes must be a power of two, not {lanes!r}")
         if not isinstance(depth, int) or depth < lanes or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two of at least {lanes} lanes, "
                              f"not {depth!r}")
@@ -81,18 +86,35 @@ class LaneFifo(CheckedComponent):
     def elaborate(self, platform):
         m = Module()
         depth, lanes = self._depth, self._lanes
-        entries = Array(Signal(self._width, name=f"entry{n}") for n in range(depth))
+        rows = depth // lanes
+        lane_bits = (lanes - 1).bit_length()
         pointer = range(2 * depth)            # one wrap bit beyond the place
         head, tail = Signal(pointer), Signal(pointer)
 
-        def place(position):
-            return position[:(depth - 1).bit_length()] if depth > 1 else Const(0, 1)
+        def bank_of(position):
+            return position[:lane_bits] if lane_bits else Const(0, 1)
 
-        written = Const(0, range(lanes + 1))
+        def row_of(position):
+            return position[lane_bits:lane_bits + (rows - 1).bit_length()]
+
+        # The place each written lane takes: after the lanes written before it.
+        places, written = [], Const(0, range(lanes + 1))
         for lane in range(lanes):
-            with m.If(self.w_en[lane]):
-                m.d.sync += entries[place(tail + written)].eq(self.w_data[lane])
+            places.append((tail + written)[:len(tail)])
             written = written + self.w_en[lane]
+        read_data = []
+        for bank in range(lanes):
+            memory = Memory(shape=self._width, depth=rows, init=[])
+            m.submodules[f"bank{bank}"] = memory
+            write, read = memory.write_port(), memory.read_port(domain="comb")
+            for lane, place in enumerate(places):
+                with m.If(self.w_en[lane] & (bank_of(place) == bank)):
+                    m.d.comb += [write.en.eq(1), write.addr.eq(row_of(place)),
+                                 write.data.eq(self.w_data[lane])]
+            # Of the places head .. head + lanes - 1, the one in this bank.
+            m.d.comb += read.addr.eq(row_of(head + ((bank - bank_of(head))
+                                                    % lanes if lanes > 1 else 0)))
+            read_data.append(read.data)
         level = Signal(range(depth + 1))
         m.d.comb += [
             level.eq((tail - head)[:len(level)]),
@@ -100,6 +122,7 @@ class LaneFifo(CheckedComponent):
             self.w_rdy.eq(level <= depth - lanes),
         ]
         m.d.sync += [tail.eq(tail + written), head.eq(head + self.r_count)]
+        banks = Array(read_data)
         for lane in range(lanes):
-            m.d.comb += self.r_data[lane].eq(entries[place(head + lane)])
+            m.d.comb += self.r_data[lane].eq(banks[bank_of(head + lane)])
         return m

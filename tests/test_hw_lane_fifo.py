@@ -48,7 +48,7 @@ def _run_against_a_deque(width: int, depth: int, lanes: int, cycles: int, seed: 
     return seen
 
 
-@pytest.mark.parametrize("width, depth, lanes", [(5, 8, 2), (1, 16, 2), (7, 4, 3), (3, 2, 1)])
+@pytest.mark.parametrize("width, depth, lanes", [(5, 8, 2), (1, 16, 2), (7, 8, 4), (3, 2, 1), (4, 2, 2)])
 def test_entries_leave_in_the_order_they_entered(width, depth, lanes):
     seen = _run_against_a_deque(width, depth, lanes, cycles=400, seed=depth * 10 + lanes)
     assert seen["full"] > 10
@@ -58,7 +58,8 @@ def test_entries_leave_in_the_order_they_entered(width, depth, lanes):
 
 @pytest.mark.parametrize("arguments, message", [
     ((0, 8, 2), "width must be a positive integer, not 0"),
-    ((4, 8, 0), "lanes must be a positive integer, not 0"),
+    ((4, 8, 0), "lanes must be a power of two, not 0"),
+    ((4, 12, 3), "lanes must be a power of two, not 3"),
     ((4, 6, 2), "not 6"),
     ((4, 1, 2), "of at least 2 lanes, not 1"),
 ])
