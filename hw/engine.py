@@ -101,12 +101,6 @@ IssueLayout = data.StructLayout({"word": 32, "src0": 64, "src1": 64, "src2": 64}
 #: The issue payload: ``count`` instructions in program order, in the first lanes.
 IssuePortLayout = data.StructLayout({"lanes": data.ArrayLayout(IssueLayout, ISSUE_LANES),
                                      "count": range(ISSUE_LANES + 1)})
-def ExecutionEntryLayout(config: EngineConfig) -> data.StructLayout:
-    """An entry of the execution queue: the instruction, and how many loads were routed before
-    it (:func:`~zatile.hw.load_queue.load_pointer`)."""
-    return data.StructLayout({"issue": IssueLayout, "loads_before": load_pointer(config)})
-
-
 #: The result of one instruction.
 ResultLayout = data.StructLayout({"status": Status, "smtc": 3, "scalar": 64,
                                   "fault_address": 64, "fpsr_reset": 1, "nzcv": 4,
@@ -116,6 +110,12 @@ ResultPortLayout = data.StructLayout({"lanes": data.ArrayLayout(ResultLayout, IS
                                       "count": range(ISSUE_LANES + 1)})
 #: What ``debug_addr`` selects.
 DebugAddressLayout = data.StructLayout({"space": 2, "index": 8})
+
+
+def ExecutionEntryLayout(config: EngineConfig) -> data.StructLayout:
+    """An entry of the execution queue: the instruction, and how many loads were routed before
+    it (:func:`~zatile.hw.load_queue.load_pointer`)."""
+    return data.StructLayout({"issue": IssueLayout, "loads_before": load_pointer(config)})
 
 
 class DebugSpace:
@@ -156,13 +156,6 @@ check_known_params(IMPLEMENTED_OPS)
 
 def _one_of(value, members) -> object:
     return Cat(value == member for member in members).any()
-
-
-def _or_all(values) -> object:
-    result = Const(0)
-    for value in values:
-        result = result | value
-    return result
 
 
 def _register_marks(present, fields, names: tuple[str, ...], registers: int):
