@@ -40,7 +40,8 @@ from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
 
 from zatile.hw._common import ConfigComponent, max_bytes
 
-__all__ = ["index_width", "completed_since", "load_pointer", "LoadEntryLayout", "LoadQueue"]
+__all__ = ["index_width", "completed_since", "load_pointer", "InstructionWaitLayout",
+           "LoadEntryLayout", "LoadQueue"]
 
 
 def index_width(config: EngineConfig) -> int:
@@ -62,10 +63,15 @@ def load_pointer(config: EngineConfig) -> range:
     return range(2 * config.queue_depth)
 
 
+def InstructionWaitLayout(config: EngineConfig) -> data.StructLayout:
+    """Whether a load waits for an execution-queue instruction, and for which one."""
+    return data.StructLayout({"valid": 1, "index": index_width(config)})
+
+
 def LoadEntryLayout(config: EngineConfig) -> data.StructLayout:
     """What a load brings into the queue: its word and operands, its destination, whether it
     has a governing predicate, and its waits (:func:`~zatile.hw.register_scoreboard.WaitLayout`)."""
-    wait = data.StructLayout({"valid": 1, "index": index_width(config)})
+    wait = InstructionWaitLayout(config)
     return data.StructLayout({"word": 32, "base": 64, "index": 64, "dest": 5, "predicate": 1,
                               "governed": 1, "start_wait": wait, "write_wait": wait})
 

@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
 
 from zatile.hw._common import ConfigComponent
-from zatile.hw.load_queue import index_width
+from zatile.hw.load_queue import InstructionWaitLayout, index_width
 from zatile.hw.regfile import P_REGISTERS, Z_REGISTERS
 
 __all__ = ["RouteLayout", "LoadLookupLayout", "WaitLayout", "RegisterScoreboard"]
@@ -54,7 +54,7 @@ LoadLookupLayout = data.StructLayout({"dest": 5, "predicate": 1, "pg": 4, "predi
 def WaitLayout(config: EngineConfig) -> data.StructLayout:
     """Whether a load must wait, and for which execution-queue instruction: before it starts,
     and before it writes its register."""
-    wait = data.StructLayout({"valid": 1, "index": index_width(config)})
+    wait = InstructionWaitLayout(config)
     return data.StructLayout({"start": wait, "write": wait})
 
 
