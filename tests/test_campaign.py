@@ -85,9 +85,9 @@ def test_a_failing_program_is_saved_with_a_replay_command(tmp_path, monkeypatch,
     calls, ticks = [], []
     monkeypatch.setattr(campaign, "compare", compare_with_a_planted_mismatch)
     report = campaign.run_campaign(3, [128], 10, 5, ["model", "qemu"],
-                                   progress=lambda done, total: ticks.append((done, total)),
+                                   progress=lambda *counts: ticks.append(counts),
                                    save_failures=tmp_path)
-    assert ticks == [(1, 3), (2, 3), (3, 3)]
+    assert ticks == [(1, 3, 0), (2, 3, 1), (3, 3, 1)]
     assert report.mismatches == ["seed=5 svl=128 program=1: planted"]
     folder = tmp_path / "seed5-svl128-p1"
     assert report.saved == [str(folder)] and report.to_json_dict()["saved"] == [str(folder)]
