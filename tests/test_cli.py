@@ -177,17 +177,19 @@ def test_campaign_passes_progress_and_save_failures_and_prints_json(tmp_path, mo
     calls = []
 
     def fake_run_campaign(programs, svls, length, seed, backends, *, progress=None,
-                          save_failures=None):
-        calls.append((programs, svls, length, seed, backends, save_failures))
+                          save_failures=None, client=None, chunk_size=None):
+        calls.append((programs, svls, length, seed, backends, save_failures, client, chunk_size))
         for done in range(1, programs * len(svls) + 1):
-            progress(done, programs * len(svls))
+            progress(done, programs * len(svls), 1)
         return _FakeReport()
 
     monkeypatch.setattr("zatile.sw.campaign.run_campaign", fake_run_campaign)
     folder = tmp_path / "failures"
     assert main(["campaign", "--programs", "2", "--svl", "128,256", "--length", "5", "--seed",
-                 "9", "--backends", "model,rtl", "--save-failures", str(folder), "--json"]) == 1
-    assert calls == [(2, [128, 256], 5, 9, ["model", "rtl"], folder)] and folder.is_dir()
+                 "9", "--backends", "model,rtl", "--save-failures", str(folder), "--json",
+                 "--workers", "0", "--chunk", "3"]) == 1
+    assert calls == [(2, [128, 256], 5, 9, ["model", "rtl"], folder, None, 3)]
+    assert folder.is_dir()
     assert json.loads(capsys.readouterr().out) == {"programs": 4, "mismatches": ["m"]}
 
 

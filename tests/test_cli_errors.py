@@ -211,6 +211,8 @@ def test_no_argument_list_gives_a_traceback(tmp_path_factory, capsys, command, o
         argv += [option, value]
     if command in ("campaign", "demo") and not any(o == "--programs" for o, _ in options):
         argv += ["--programs", "-1"]           # never start a real campaign
+    if command == "campaign":
+        argv += ["--workers", "0"]             # nor a cluster
     if command == "bench":
         argv += ["--instructions", "0"]        # never start a real measurement
     status = _status(argv)
