@@ -607,6 +607,14 @@ class ZaTileEngine(ConfigComponent):
         # ---- register writes
         z_write, p_write = registers.z_write, registers.p_write
         with m.Switch(op):
+            with m.Case(*DECOUPLED_LOADS):
+                # A load routed to the execution queue (the later lane of an SVCR writer's
+                # transfer) writes its register here, as it completes.
+                predicate_load = flags.predicate & (op == Op.LDR_REGISTER)
+                m.d.comb += [z_write.en.eq(loaded & ~predicate_load), z_write.addr.eq(fields.zt),
+                             z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask),
+                             p_write.en.eq(loaded & predicate_load), p_write.addr.eq(fields.pt),
+                             p_write.data.eq(lsu.load_data[:maxb]), p_write.lanes.eq(svl_mask)]
             with m.Case(Op.MOVA_TO_VECTOR):
                 m.d.comb += [z_write.en.eq(execute), z_write.addr.eq(fields.zd),
                              z_write.data.eq(za.slice_read.data),

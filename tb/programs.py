@@ -444,7 +444,8 @@ def decoupled(config: EngineConfig, svl: int, rng: random.Random) -> list[Progra
     alternating between steps), the same without alternating (each load overwrites what the
     previous step's outer products read), and random mixes of loads, stores, outer products and
     register writers over Z0-Z7 and P0-P3, with an occasional load from unmapped memory among
-    outer products; every pause style."""
+    outer products; every pause style; and every kind of load right behind an SVCR writer, in
+    its issue transfer."""
     svl_bytes = svl // 8
     floats = config.has("F32F32")
     mopa = "fmopa za{t}.s, p0/m, p0/m, z{a}.s, z{b}.s" if floats else \
@@ -482,6 +483,21 @@ def decoupled(config: EngineConfig, svl: int, rng: random.Random) -> list[Progra
     for index, style in enumerate(("none", "light", "heavy", "bursty")):
         programs.append(Program(f"decoupled.mix.{index}", mix(150), state(), lockstep=False,
                                 check_every=False, pauses=style))
+    # Every kind of decoupled load right behind an SVCR writer, so that the two share an issue
+    # transfer (pauses "none" pairs them) and the load goes to the execution queue; each round
+    # loads other registers, and the program ends in streaming mode with ZA on, so that every
+    # load's value is compared at the end.
+    behind = []
+    for step, writer in enumerate(("smstart za", "smstop za", "msr svcr, x12", "smstart",
+                                   "smstart za")):
+        loads = (f"ld1w {{z{8 + step}.s}}, p0/z, [x0, x8, lsl #2]",
+                 f"ldr z{13 + step}, [x1, #1, mul vl]", f"ldr p{4 + step}, [x2]",
+                 f"ld1rw {{z{18 + step}.s}}, p0/z, [x0, #8]",
+                 mopa.format(t=1, a=8 + step, b=13 + step))
+        for load in loads:
+            behind += [assemble_line(writer), assemble_line(load)]
+    programs.append(Program("decoupled.behind-svcr", behind, state(), lockstep=False,
+                            check_every=False, pauses="none"))
     return programs
 
 
