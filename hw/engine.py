@@ -698,10 +698,9 @@ class ZaTileEngine(ConfigComponent):
                 fp_array.result.ready.eq(1),
             ]
 
-        # ---- the result of the instruction, kept until it is the oldest
+        # ---- the result of the instruction, kept until it is the oldest (unless it is already)
         x_result = data.View(ResultLayout, x_results.w_data[0])
         m.d.comb += [
-            x_results.w_en.eq(d_done),
             x_result.status.as_value().eq(Mux(legal & faulted, Status.FAULT.value,
                                               state.verdict.status.as_value())),
             x_result.smtc.eq(state.verdict.smtc),
@@ -719,6 +718,8 @@ class ZaTileEngine(ConfigComponent):
         result_free = ~self.result.valid | self.result.ready
         loads_taken = Const(0, range(lanes + 1))
         x_taken = Const(0, range(lanes + 1))
+        x_dequeued = Const(0, range(lanes + 1))
+        x_bypassed = Const(0)
         load_faults = Const(0, range(lanes + 1))
         in_order = Const(1)
         emitted = []
@@ -732,22 +733,30 @@ class ZaTileEngine(ConfigComponent):
                 load_result.fault_address.eq(
                     Mux(load_fault, Array(load_queue.report_fault_address)[loads_taken], 0)),
             ]
+            # The next execution result is queued, or is the one completing now (it goes
+            # straight out then, and is not queued).
+            queued = x_results.level > x_taken
+            arriving = d_done & (x_results.level == x_taken)
             ready = Mux(is_load, load_queue.report_valid.bit_select(loads_taken, 1),
-                        x_results.level > x_taken)
+                        queued | arriving)
             in_order = in_order & (order.level > lane) & ready
             emits = Signal(name=f"result_lane{lane}")
             m.d.comb += emits.eq(in_order & result_free)
             emitted.append((emits, Mux(is_load, load_result.as_value(),
-                                       Array(x_results.r_data)[x_taken])))
+                                       Mux(queued, Array(x_results.r_data)[x_taken],
+                                           x_result.as_value()))))
             load_faults = load_faults + (emits & is_load & load_fault)
             loads_taken = loads_taken + (emits & is_load)
             x_taken = x_taken + (emits & ~is_load)
+            x_dequeued = x_dequeued + (emits & ~is_load & queued)
+            x_bypassed = x_bypassed | (emits & ~is_load & ~queued)
         emitting = Signal(range(lanes + 1))
         m.d.comb += [
             emitting.eq(loads_taken + x_taken),
             order.r_count.eq(emitting),
             load_queue.report.eq(loads_taken),
-            x_results.r_count.eq(x_taken),
+            x_results.r_count.eq(x_dequeued),
+            x_results.w_en.eq(d_done & ~x_bypassed),
         ]
         with m.If(result_free):
             m.d.sync += [self.result.valid.eq(emitting != 0),

@@ -17,7 +17,8 @@ four steps, in queue order:
 ``write``
     The oldest completed entry writes its destination register (unless it faulted) once the
     instruction its write waits for (a pending read of the register, or an older write of it)
-    completes, at the earliest in that instruction's completion cycle: a register is read at
+    completes, at the earliest in that instruction's completion cycle, and at the earliest in
+    its own completion cycle (from the load/store unit, when nothing holds it): a register is read at
     dispatch and written at the clock edge, and a load's write beats an older one in the same
     cycle (:mod:`zatile.hw.regfile`). A load therefore never waits for the instruction that
     reads the register it overwrites before it reads memory.
@@ -32,7 +33,7 @@ execution-queue instruction records how many loads were routed before it and may
 
 from __future__ import annotations
 
-from amaranth import Array, Const, Module, Signal
+from amaranth import Array, Const, Module, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
@@ -110,8 +111,9 @@ class LoadQueue(ConfigComponent):
         The oldest started load completes, with ``fault``, ``fault_address`` and ``data`` (in
         its destination's format; a predicate in the low bits).
     write : Signal(1), out
-        The oldest completed load writes its destination this cycle: ``write_dest``, a P
-        register when ``write_predicate``, with ``write_data``; not when ``write_fault``.
+        The oldest completed load (or the one completing now, when it is the next) writes its
+        destination this cycle: ``write_dest``, a P register when ``write_predicate``, with
+        ``write_data``; not when ``write_fault``.
     report_valid : Signal(ISSUE_LANES), out
         Which of the oldest ``ISSUE_LANES`` entries have written, with ``report_fault`` and
         ``report_fault_address`` (lane ``k``: the ``k``-th oldest entry).
@@ -196,12 +198,16 @@ class LoadQueue(ConfigComponent):
         # The awaited instruction has completed, or completes this cycle.
         write_passed = completed_since(m, (self.x_completed + self.x_completing)[:width],
                                        writing.write_wait.index, width)
+        # The load completing now writes at once when it is the next to write: from the
+        # load/store unit, not its buffer.
+        completing = written == completed
         m.d.comb += [
-            self.write.eq((written != completed) & (~writing.write_wait.valid | write_passed)),
+            self.write.eq(((written != completed) | self.complete)
+                          & (~writing.write_wait.valid | write_passed)),
             self.write_dest.eq(writing.dest),
             self.write_predicate.eq(writing.predicate),
-            self.write_fault.eq(faults[place(written)]),
-            self.write_data.eq(buffers[place(written)]),
+            self.write_fault.eq(Mux(completing, self.fault, faults[place(written)])),
+            self.write_data.eq(Mux(completing, self.data, buffers[place(written)])),
         ]
         with m.If(self.write):
             m.d.sync += written.eq(written + 1)

@@ -101,13 +101,12 @@ def test_a_governed_load_waits_until_a_predicate_load_has_written():
         await ctx.tick()
         ctx.set(dut.start, 0)
         assert not ctx.get(dut.start_valid)     # the LDR P has started, not written
-        ctx.set(dut.complete, 1)
-        await ctx.tick()
-        ctx.set(dut.complete, 0)
+        ctx.set(dut.complete, 1)                # and writes as it completes
         assert not ctx.get(dut.start_valid) and ctx.get(dut.write)
         assert ctx.get(dut.write_predicate)
         await ctx.tick()
-        assert ctx.get(dut.start_valid)
+        ctx.set(dut.complete, 0)
+        assert ctx.get(dut.start_valid) and not ctx.get(dut.write)
 
     _simulate(script)
 
@@ -124,10 +123,11 @@ def test_room_and_report_of_a_faulted_load():
         ctx.set(dut.complete, 1)
         ctx.set(dut.fault, 1)
         ctx.set(dut.fault_address, 0x1234)
-        await ctx.tick()
-        ctx.set(dut.complete, 0)
         assert ctx.get(dut.write) and ctx.get(dut.write_fault)
         await ctx.tick()
+        ctx.set(dut.complete, 0)
+        ctx.set(dut.fault, 0)
+        assert not ctx.get(dut.write)
         assert ctx.get(dut.report_valid) == 0b01 and ctx.get(dut.report_fault) & 1
         assert ctx.get(dut.report_fault_address[0]) == 0x1234
 
