@@ -256,7 +256,7 @@ def run_campaign(programs: int, svls: list[int], length: int, seed: int,
     check_campaign(programs, svls, length, backends)
     started = time.monotonic()
     total = programs * len(svls)
-    workers = len(client.scheduler_info()["workers"]) if client is not None else 0
+    workers = len(client.nthreads()) if client is not None else 0
     size = chunk_size if chunk_size is not None else default_chunk_size(total, workers)
     chunks = campaign_chunks(programs, svls, size)
     report = CampaignReport(backends=list(backends))
