@@ -80,6 +80,70 @@ def test_a_load_writes_only_once_the_reader_of_its_register_completes():
     _simulate(script)
 
 
+def test_a_load_nothing_holds_writes_from_the_load_store_unit_as_it_completes():
+    """The write bypass: the next load to write writes in its completion cycle, with the data
+    the load/store unit gives then; a load behind one that has not written waits its turn and
+    writes from its buffer."""
+    async def script(ctx, dut):
+        ctx.set(dut.x_completed, 7)
+        await _push(ctx, dut, _entry(2), _entry(5, write_wait=7))
+        await _push(ctx, dut, _entry(6))
+        for _ in range(3):
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+        ctx.set(dut.start, 0)
+        ctx.set(dut.complete, 1)
+        ctx.set(dut.data, 0x11)
+        assert ctx.get(dut.write) and ctx.get(dut.write_dest) == 2
+        assert ctx.get(dut.write_data) == 0x11
+        await ctx.tick()
+        # The second waits for instruction 7, which completes in this cycle: it writes too.
+        ctx.set(dut.data, 0x22)
+        ctx.set(dut.x_completing, 1)
+        assert ctx.get(dut.write) and ctx.get(dut.write_dest) == 5
+        assert ctx.get(dut.write_data) == 0x22
+        await ctx.tick()
+        ctx.set(dut.x_completing, 0)
+        ctx.set(dut.x_completed, 8)
+        ctx.set(dut.complete, 0)
+        assert not ctx.get(dut.write)        # the third has not completed
+        ctx.set(dut.complete, 1)
+        ctx.set(dut.data, 0x33)
+        assert ctx.get(dut.write) and ctx.get(dut.write_data) == 0x33
+        await ctx.tick()
+        ctx.set(dut.complete, 0)
+        assert not ctx.get(dut.write) and ctx.get(dut.report_valid) == 0b11
+
+    _simulate(script)
+
+
+def test_a_load_completing_behind_a_held_one_writes_later_from_its_buffer():
+    async def script(ctx, dut):
+        ctx.set(dut.x_completed, 3)
+        await _push(ctx, dut, _entry(1, write_wait=3), _entry(9))
+        for _ in range(2):
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+        ctx.set(dut.start, 0)
+        ctx.set(dut.complete, 1)
+        ctx.set(dut.data, 0x44)
+        assert not ctx.get(dut.write)        # held by instruction 3
+        await ctx.tick()
+        ctx.set(dut.data, 0x55)              # the second completes behind it
+        assert not ctx.get(dut.write)
+        await ctx.tick()
+        ctx.set(dut.complete, 0)
+        ctx.set(dut.data, 0x66)              # what the load/store unit shows now is not theirs
+        ctx.set(dut.x_completed, 4)
+        assert ctx.get(dut.write) and ctx.get(dut.write_dest) == 1
+        assert ctx.get(dut.write_data) == 0x44
+        await ctx.tick()
+        assert ctx.get(dut.write) and ctx.get(dut.write_dest) == 9
+        assert ctx.get(dut.write_data) == 0x55
+
+    _simulate(script)
+
+
 def test_a_load_starts_only_once_the_instruction_it_waits_for_completes():
     async def script(ctx, dut):
         ctx.set(dut.x_completed, 30)
