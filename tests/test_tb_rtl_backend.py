@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from zatile.sw.backends import compare, run_program
+from zatile.sim.compare import first_difference
 from zatile.sim.progen import generate_program
-from zatile.tb.rtl_run import run_rtl
+from zatile.tb.rtl_run import run_rtl, run_rtl_batch
 from zatile.sim.state import ArchState, Memory
 from zatile.sw import cli
 from zatile.hw.perf_counters import PERF_COUNTERS
@@ -57,6 +58,25 @@ def test_program_matches_the_model_and_unpacks():
     model = run_program("model", PROGRAM, initial, EngineConfig(max_svl=128))
     assert [(o.status, o.smtc, o.fault_address) for o in model.outcomes] == \
         [(o.status, o.smtc, o.fault_address) for o in outcome.outcomes]
+
+
+def test_a_batch_in_one_simulation_gives_what_each_program_gives_alone():
+    """run_rtl_batch resets the engine between programs: each program's outcome (final state,
+    results, performance counters) is the one it has alone, whatever ran before it."""
+    from zatile.tb.implemented import rtl_weights  # local: as in the test below
+
+    config = EngineConfig(max_svl=128)
+    programs = [generate_program(random.Random(f"rtl-batch:{index}"), 128, 30,
+                                 weights=rtl_weights()) for index in range(3)]
+    pairs = [(program.text, program.initial) for program in programs] + [(PROGRAM, _state())]
+    batch = run_rtl_batch(pairs, config)
+    assert len(batch) == 4
+    for (source, initial), together in zip(pairs, batch):
+        alone = run_rtl(source, initial, config)
+        assert first_difference(alone.final, together.final, compare_za=True) is None
+        assert together.results == alone.results and together.perf == alone.perf
+    with pytest.raises(ValueError, match="SVL 256 is not supported"):
+        run_rtl_batch([(PROGRAM, _state()), ("smstart", ArchState(svl=256))], config)
 
 
 def test_compare_model_and_rtl_on_random_programs():
