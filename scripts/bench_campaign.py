@@ -7,7 +7,7 @@ measures the overhead of one task (empty chunks through the same cluster), and e
 farm of ``--farm-cores`` one-thread workers gives for a ``--sign-off`` program campaign.
 
 Usage: ``python scripts/bench_campaign.py [--workers 0 1 2] [--qemu-programs 200]
-[--rtl-programs 8] [--farm-cores 100] [--sign-off 1000000]``
+[--rtl-programs 40] [--farm-cores 100] [--sign-off 1000000]``
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--qemu-programs", type=int, default=200,
                         help="programs of the model-vs-QEMU campaigns (length 40)")
-    parser.add_argument("--rtl-programs", type=int, default=8,
+    parser.add_argument("--rtl-programs", type=int, default=40,
                         help="programs of the model-vs-RTL campaigns (length 40; 0 skips them)")
     parser.add_argument("--farm-cores", type=int, default=100)
     parser.add_argument("--sign-off", type=int, default=1_000_000)

@@ -18,9 +18,9 @@ from zatile.sim.run import InstructionOutcome, RunOutcome, run_model
 from zatile.sim.state import ArchState
 from zatile.sw.arch.asm import parse_program
 from zatile.sw.arch.config import EngineConfig
-from zatile.tb.rtl_run import run_rtl
+from zatile.tb.rtl_run import run_rtl, run_rtl_batch
 
-__all__ = ["BACKENDS", "Comparison", "run_program", "compare"]
+__all__ = ["BACKENDS", "Comparison", "run_program", "run_programs", "compare"]
 
 BACKENDS = ("model", "qemu", "rtl")
 
@@ -58,6 +58,21 @@ def run_program(backend: str, source: str, initial: ArchState,
     if backend == "rtl":
         return run_rtl(source, initial, config)
     raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+
+
+def run_programs(backend: str, programs: list[tuple[str, ArchState]],
+                 config: EngineConfig) -> list[RunOutcome]:
+    """:func:`run_program` of each of ``programs`` (source, initial) on ``backend``; the RTL
+    runs them all in one simulation (:func:`~zatile.tb.rtl_run.run_rtl_batch`).
+
+    Raises
+    ------
+    zatile.tb.runner.SimulationFailed
+        When the RTL's simulation fails (which program made it fail is not known then).
+    """
+    if backend == "rtl":
+        return run_rtl_batch(programs, config)
+    return [run_program(backend, source, initial, config) for source, initial in programs]
 
 
 @dataclass(frozen=True)
@@ -189,8 +204,12 @@ def _pairs(backends: list[str]) -> list[tuple[str, str]]:
 
 
 def compare(source: str, initial: ArchState, backends: list[str],
-            config: EngineConfig | None = None) -> Comparison:
+            config: EngineConfig | None = None, *,
+            runs: dict[str, RunOutcome] | None = None) -> Comparison:
     """Run ``source`` on every backend and report the first real disagreement.
+
+    ``runs`` gives backends' runs of this program already made (:func:`run_programs`); only the
+    others are run here.
 
     Each pair is compared with the divergences that apply to it only (:func:`_pairs`): the
     model against QEMU through the model run with QEMU's modelled quirks
@@ -203,7 +222,9 @@ def compare(source: str, initial: ArchState, backends: list[str],
         raise ValueError(f"compare needs at least two backends, not {backends!r}")
     pairs = _pairs(list(backends))
     names = list(dict.fromkeys([*backends, *(name for pair in pairs for name in pair)]))
-    outcomes = {backend: run_program(backend, source, initial, config) for backend in names}
+    runs = runs or {}
+    outcomes = {backend: runs[backend] if backend in runs
+                else run_program(backend, source, initial, config) for backend in names}
     model_as_qemu = None
     if "qemu" in names:
         model_as_qemu = run_program("model", source, initial, config, qemu_quirks=True)

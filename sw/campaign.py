@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from zatile.sw import backends as registry
 from zatile.sw.backends import compare
 from zatile.sim.progen import GeneratedProgram, generate_program
 from zatile.sw.arch.config import EngineConfig
@@ -161,13 +162,13 @@ class ProgramVerdict:
     crash: str | None = None
 
 
-def check_program(seed: int, svl: int, index: int, length: int, backends: list[str],
-                  config: EngineConfig) -> ProgramVerdict:
-    """Generate program ``index`` and compare it on ``backends``; an exception of a backend is
-    the program's ``crash`` (its first line), so the program is reported, never lost."""
-    program = campaign_program(seed, svl, index, length, backends)
+def check_program(program: GeneratedProgram, svl: int, index: int, backends: list[str],
+                  config: EngineConfig, runs: dict | None = None) -> ProgramVerdict:
+    """Compare program ``index`` at ``svl`` on ``backends`` (``runs``: backends' runs of it
+    already made); an exception of a backend is the program's ``crash`` (its first line), so
+    the program is reported, never lost."""
     try:
-        result = compare(program.text, program.initial, backends, config)
+        result = compare(program.text, program.initial, backends, config, runs=runs)
     except Exception as error:              # whatever a backend raised: this program crashed it
         lines = str(error).strip().splitlines()
         return ProgramVerdict(svl, index,
@@ -180,10 +181,27 @@ def check_program(seed: int, svl: int, index: int, length: int, backends: list[s
 def run_chunk(seed: int, chunk: Chunk, length: int, backends: list[str],
               max_svl: int) -> list[ProgramVerdict]:
     """The task a worker runs: every program of ``chunk``, in order (a campaign's engine is
-    ``EngineConfig(max_svl=max_svl)``)."""
+    ``EngineConfig(max_svl=max_svl)``).
+
+    With the RTL among the backends, the chunk's programs run on it in one simulation
+    (:func:`~zatile.sw.backends.run_programs`: a simulator's start is most of a short
+    program's time); if that simulation fails, each program runs on its own again, so the one
+    that makes it fail is the crash.
+    """
     config = EngineConfig(max_svl=max_svl)
-    return [check_program(seed, chunk.svl, index, length, backends, config)
-            for index in range(chunk.start, chunk.stop)]
+    programs = [campaign_program(seed, chunk.svl, index, length, backends)
+                for index in range(chunk.start, chunk.stop)]
+    runs = [None] * len(programs)
+    if "rtl" in backends and len(programs) > 1:
+        try:
+            batch = registry.run_programs("rtl", [(p.text, p.initial) for p in programs],
+                                          config)
+        except Exception:                   # found again, program by program, below
+            batch = None
+        if batch is not None:
+            runs = [{"rtl": run} for run in batch]
+    return [check_program(program, chunk.svl, index, backends, config, run)
+            for index, program, run in zip(range(chunk.start, chunk.stop), programs, runs)]
 
 
 def campaign_chunks(programs: int, svls: list[int], size: int) -> list[Chunk]:
@@ -198,11 +216,16 @@ def campaign_chunks(programs: int, svls: list[int], size: int) -> list[Chunk]:
 MAX_CHUNK = 50
 
 
-def default_chunk_size(total: int, workers: int) -> int:
-    """Programs per task: about four tasks per worker, so a slow task does not leave the others
-    idle at the end, and at most :data:`MAX_CHUNK` (a task's overhead is milliseconds; a
-    program on the RTL takes seconds)."""
-    return max(1, min(MAX_CHUNK, -(-total // (4 * max(workers, 1)))))
+def default_chunk_size(total: int, workers: int, rtl: bool = False) -> int:
+    """Programs per task, at most :data:`MAX_CHUNK`: about four tasks per worker, so that a slow
+    task does not leave the others idle at the end (a task's overhead is milliseconds), except
+    with the RTL (``rtl``), where a chunk is one simulation whose start (about 1.8 s) costs as
+    much as a dozen programs: one task per worker then. In this process (``workers`` 0) chunks
+    only matter to the RTL."""
+    if workers == 0:
+        return max(1, min(MAX_CHUNK, total)) if rtl else 1
+    tasks_per_worker = 1 if rtl else 4
+    return max(1, min(MAX_CHUNK, -(-total // (tasks_per_worker * workers))))
 
 
 
@@ -257,7 +280,8 @@ def run_campaign(programs: int, svls: list[int], length: int, seed: int,
     started = time.monotonic()
     total = programs * len(svls)
     workers = len(client.nthreads()) if client is not None else 0
-    size = chunk_size if chunk_size is not None else default_chunk_size(total, workers)
+    size = chunk_size if chunk_size is not None else default_chunk_size(total, workers,
+                                                                        "rtl" in backends)
     chunks = campaign_chunks(programs, svls, size)
     report = CampaignReport(backends=list(backends))
     report.distribution = Distribution(workers, len(chunks), size)

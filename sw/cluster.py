@@ -85,7 +85,8 @@ def campaign_client(workers: int | None = None,
         with client:
             yield client
         return
+    # The scheduler's HTTP server on a free port: several campaigns may run on one machine.
     with LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                      processes=True, dashboard_address=None,
+                      processes=True, dashboard_address=":0",
                       silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
         yield client

@@ -77,8 +77,8 @@ def test_a_failing_program_is_saved_with_a_replay_command(tmp_path, monkeypatch,
 
     from zatile.sw import backends, campaign
 
-    def compare_with_a_planted_mismatch(text, initial, names, config):
-        result = backends.compare(text, initial, names, config)
+    def compare_with_a_planted_mismatch(text, initial, names, config, runs=None):
+        result = backends.compare(text, initial, names, config, runs=runs)
         planted = "planted" if calls.append(text) or len(calls) == 2 else None
         return backends.Comparison(result.outcomes, planted, result.model_as_qemu)
 

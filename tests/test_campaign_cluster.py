@@ -57,6 +57,8 @@ def test_chunks_cover_every_program_once():
     assert Chunk(128, 4, 9).name(5) == "seed=5 svl=128 program=4..8"
     assert default_chunk_size(1000, 2) == campaign.MAX_CHUNK
     assert default_chunk_size(24, 2) == 3 and default_chunk_size(3, 16) == 1
+    assert default_chunk_size(80, 0) == 1 and default_chunk_size(80, 0, rtl=True) == 50
+    assert default_chunk_size(7, 0, rtl=True) == 7 and default_chunk_size(30, 2, rtl=True) == 15
     with pytest.raises(ValueError, match="at least 1 program, not 0"):
         campaign_chunks(3, [128], 0)
 
@@ -119,10 +121,10 @@ def test_a_crashing_backend_is_reported_not_lost(monkeypatch, tmp_path):
 
     real = campaign.compare
 
-    def simulator_dies_on_program_1(text, initial, names, config):
+    def simulator_dies_on_program_1(text, initial, names, config, runs=None):
         if text == campaign.campaign_program(5, 128, 1, 6, names).text:
             raise SimulationFailed("the simulator exited with status -11\nlog: sim.log")
-        return real(text, initial, names, config)
+        return real(text, initial, names, config, runs=runs)
 
     monkeypatch.setattr(campaign, "compare", simulator_dies_on_program_1)
     report = run_campaign(3, [128], 6, 5, ["model", "model"], save_failures=tmp_path)
@@ -144,7 +146,7 @@ def test_a_broken_worker_stops_the_campaign_with_one_clear_error(client):
 
 def test_cli_on_an_existing_cluster_by_address_and_by_scheduler_file(here, tmp_path, capsys):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as running:
+                                  dashboard_address=":0") as running:
         scheduler_file = tmp_path / "scheduler.json"
         scheduler_file.write_text(json.dumps({"address": running.scheduler_address}))
         for scheduler in (running.scheduler_address, str(scheduler_file)):
@@ -190,3 +192,32 @@ def test_an_rtl_campaign_on_workers_matches_one_in_this_process(client):
     on_workers = run_campaign(**arguments, client=client, chunk_size=1)
     assert on_workers.ok and on_workers.programs == 4 and on_workers.instructions == 48
     assert _results(on_workers) == _results(run_campaign(**arguments))
+
+
+def test_a_failing_rtl_batch_is_run_again_program_by_program(monkeypatch, tmp_path):
+    """A chunk's RTL programs share one simulation; when it fails, each runs alone, so only the
+    program that makes the simulator fail is a crash (the model stands in for the RTL here)."""
+    from zatile.sw import backends
+    from zatile.tb.runner import SimulationFailed
+
+    real = backends.run_program
+    deadly = campaign.campaign_program(2, 128, 1, 8, ["model", "rtl"]).text
+    batches = []
+
+    def one_at_a_time(backend, source, initial, config=None, *, qemu_quirks=False):
+        if backend == "rtl" and source == deadly:
+            raise SimulationFailed("the simulator died")
+        return real("model" if backend == "rtl" else backend, source, initial, config,
+                    qemu_quirks=qemu_quirks)
+
+    def batch(backend, programs, config):
+        batches.append(len(programs))
+        raise SimulationFailed("the simulator died")
+
+    monkeypatch.setattr(backends, "run_program", one_at_a_time)
+    monkeypatch.setattr(backends, "run_programs", batch)
+    report = run_campaign(4, [128], 8, 2, ["model", "rtl"], save_failures=tmp_path)
+    assert batches == [4]
+    assert report.crashes == ["seed=2 svl=128 program=1: SimulationFailed: the simulator died"]
+    assert report.programs == 4 and report.mismatches == []
+    assert report.saved == [str(tmp_path / "seed2-svl128-p1")]

@@ -212,7 +212,11 @@ def planted_rtl(monkeypatch):
             PLANTED[chosen["place"]][0](run)
         return run
 
+    def run_programs(backend, programs, config):
+        return [run_program(backend, source, initial, config) for source, initial in programs]
+
     monkeypatch.setattr(backends, "run_program", run_program)
+    monkeypatch.setattr(backends, "run_programs", run_programs)   # a campaign's RTL batches
     return lambda place: chosen.__setitem__("place", place)
 
 
@@ -257,7 +261,7 @@ def test_campaign_saves_a_failing_program_to_replay(planted_rtl, tmp_path):
     report = run_campaign(programs=2, svls=[128], length=5, seed=1, backends=["model", "rtl"],
                           progress=lambda *counts: progress.append(counts),
                           save_failures=tmp_path)
-    assert progress == [(1, 2, 1), (2, 2, 2)]
+    assert progress == [(2, 2, 2)]          # one chunk: the RTL runs both in one simulation
     folder = tmp_path / "seed1-svl128-p1"
     assert sorted(p.name for p in folder.iterdir()) == ["program.s", "replay.sh", "state.npz"]
     assert "zatile compare program.s --svl 128 --state-in state.npz --backends model,rtl" \
