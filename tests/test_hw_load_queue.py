@@ -39,16 +39,21 @@ async def _push(ctx, dut, *entries):
     ctx.set(dut.push, 0)
 
 
+async def _start(ctx, dut, count: int = 1):
+    """Start the next ``count`` loads, one per cycle."""
+    ctx.set(dut.start, 1)
+    for _ in range(count):
+        await ctx.tick()
+    ctx.set(dut.start, 0)
+
+
 def test_a_load_writes_only_once_the_reader_of_its_register_completes():
     async def script(ctx, dut):
         ctx.set(dut.x_completed, 5)
         # Load 0 waits for instruction 5 (not yet completed) to write; load 1 for nothing.
         await _push(ctx, dut, _entry(3, write_wait=5), _entry(4))
         assert ctx.get(dut.start_valid) and ctx.get(dut.start_entry.dest) == 3
-        for _ in range(2):                      # both start, in order, and complete
-            ctx.set(dut.start, 1)
-            await ctx.tick()
-        ctx.set(dut.start, 0)
+        await _start(ctx, dut, 2)               # both start, in order, and complete
         for data in (0xAA, 0xBB):
             ctx.set(dut.complete, 1)
             ctx.set(dut.data, data)
@@ -88,10 +93,7 @@ def test_a_load_nothing_holds_writes_from_the_load_store_unit_as_it_completes():
         ctx.set(dut.x_completed, 7)
         await _push(ctx, dut, _entry(2), _entry(5, write_wait=7))
         await _push(ctx, dut, _entry(6))
-        for _ in range(3):
-            ctx.set(dut.start, 1)
-            await ctx.tick()
-        ctx.set(dut.start, 0)
+        await _start(ctx, dut, 3)
         ctx.set(dut.complete, 1)
         ctx.set(dut.data, 0x11)
         assert ctx.get(dut.write) and ctx.get(dut.write_dest) == 2
@@ -121,10 +123,7 @@ def test_a_load_completing_behind_a_held_one_writes_later_from_its_buffer():
     async def script(ctx, dut):
         ctx.set(dut.x_completed, 3)
         await _push(ctx, dut, _entry(1, write_wait=3), _entry(9))
-        for _ in range(2):
-            ctx.set(dut.start, 1)
-            await ctx.tick()
-        ctx.set(dut.start, 0)
+        await _start(ctx, dut, 2)
         ctx.set(dut.complete, 1)
         ctx.set(dut.data, 0x44)
         assert not ctx.get(dut.write)        # held by instruction 3
@@ -161,9 +160,7 @@ def test_a_load_starts_only_once_the_instruction_it_waits_for_completes():
 def test_a_governed_load_waits_until_a_predicate_load_has_written():
     async def script(ctx, dut):
         await _push(ctx, dut, _entry(2, predicate=1), _entry(5, governed=1))
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await _start(ctx, dut)
         assert not ctx.get(dut.start_valid)     # the LDR P has started, not written
         ctx.set(dut.complete, 1)                # and writes as it completes
         assert not ctx.get(dut.start_valid) and ctx.get(dut.write)
@@ -181,9 +178,7 @@ def test_room_and_report_of_a_faulted_load():
         assert ctx.get(dut.room)                # 2 of 4 used: room for a transfer
         await _push(ctx, dut, _entry(2))
         assert not ctx.get(dut.room)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await _start(ctx, dut)
         ctx.set(dut.complete, 1)
         ctx.set(dut.fault, 1)
         ctx.set(dut.fault_address, 0x1234)
