@@ -158,6 +158,11 @@ def _one_of(value, members) -> object:
     return Cat(value == member for member in members).any()
 
 
+def _loads_predicate(decoded) -> object:
+    """Whether ``decoded`` is LDR P: the one decoupled load that writes a P register."""
+    return decoded.flags.predicate & (decoded.op == Op.LDR_REGISTER)
+
+
 def _register_marks(present, fields, names: tuple[str, ...], registers: int):
     """One bit per register (of ``registers``) that the present fields ``names`` name."""
     marks = Const(0, registers)
@@ -323,7 +328,7 @@ class ZaTileEngine(ConfigComponent):
                                                   P_REGISTERS)),
                 route.memory.eq(_one_of(routed.op, MEMORY_OPS)),
                 lookup.dest.eq(Mux(routed.flags.predicate, routed_fields.pt, routed_fields.zt)),
-                lookup.predicate.eq(routed.flags.predicate & (routed.op == Op.LDR_REGISTER)),
+                lookup.predicate.eq(_loads_predicate(routed)),
                 lookup.pg.eq(routed_fields.pg),
                 lookup.predicated.eq(present.pg),
                 entry.word.eq(incoming.word),
@@ -610,7 +615,7 @@ class ZaTileEngine(ConfigComponent):
             with m.Case(*DECOUPLED_LOADS):
                 # A load routed to the execution queue (the later lane of an SVCR writer's
                 # transfer) writes its register here, as it completes.
-                predicate_load = flags.predicate & (op == Op.LDR_REGISTER)
+                predicate_load = _loads_predicate(decoded)
                 m.d.comb += [z_write.en.eq(loaded & ~predicate_load), z_write.addr.eq(fields.zt),
                              z_write.data.eq(lsu.load_data), z_write.lanes.eq(svl_mask),
                              p_write.en.eq(loaded & predicate_load), p_write.addr.eq(fields.pt),
