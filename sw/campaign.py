@@ -161,6 +161,11 @@ class ProgramVerdict:
     mismatch: str | None = None
     crash: str | None = None
 
+    @property
+    def failed(self) -> bool:
+        """A real mismatch or a crash."""
+        return self.mismatch is not None or self.crash is not None
+
 
 def check_program(program: GeneratedProgram, svl: int, index: int, backends: list[str],
                   config: EngineConfig, runs: dict | None = None) -> ProgramVerdict:
@@ -292,7 +297,7 @@ def run_campaign(programs: int, svls: list[int], length: int, seed: int,
         nonlocal failing
         for verdict in chunk_verdicts:
             verdicts[verdict.svl, verdict.index] = verdict
-            failing += verdict.mismatch is not None or verdict.crash is not None
+            failing += verdict.failed
         if progress is not None:
             progress(len(verdicts), total, failing)
 
@@ -304,16 +309,13 @@ def run_campaign(programs: int, svls: list[int], length: int, seed: int,
         _run_on_cluster(client, task, seed, chunks, arguments, collect, report.distribution)
     for svl in svls:
         for index in range(programs):
-            _record(report, verdicts[svl, index], seed)
-    if save_failures is not None:
-        for svl in svls:
-            for index in range(programs):
-                verdict = verdicts[svl, index]
-                if verdict.mismatch is not None or verdict.crash is not None:
-                    folder = Path(save_failures) / f"seed{seed}-svl{svl}-p{index}"
-                    _save_failure(folder, campaign_program(seed, svl, index, length, backends),
-                                  svl, backends)
-                    report.saved.append(str(folder))
+            verdict = verdicts[svl, index]
+            _record(report, verdict, seed)
+            if verdict.failed and save_failures is not None:
+                folder = Path(save_failures) / f"seed{seed}-svl{svl}-p{index}"
+                _save_failure(folder, campaign_program(seed, svl, index, length, backends),
+                              svl, backends)
+                report.saved.append(str(folder))
     report.distribution.seconds = time.monotonic() - started
     return report
 

@@ -134,8 +134,8 @@ def register(commands) -> None:
                           help="run on an existing Dask cluster: its scheduler address "
                                "(tcp://host:8786) or scheduler file")
     campaign.add_argument("--chunk", type=positive_count, metavar="N",
-                          help="programs per task (default: about four tasks per worker, at "
-                               "most 50)")
+                          help="programs per task (default: about four tasks per worker, one "
+                               "with the RTL, at most 50)")
     campaign.add_argument("--json", action="store_true",
                           help="print the report as JSON (the merged result of every task)")
     campaign.set_defaults(run=_cmd_campaign)
