@@ -72,6 +72,20 @@ def test_the_report_is_the_same_with_any_spread(here, client):
     assert report.distribution.chunks == 8 and report.distribution.chunk_size == 3
 
 
+def test_verdicts_merge_in_program_order_not_in_completion_order(client):
+    """Planted mismatches, with the first programs' chunks finishing last: the mismatches are
+    listed in program order, as in this process."""
+    from tests.campaign_tasks import late_and_mismatching
+
+    expected = run_campaign(**CAMPAIGN, task=late_and_mismatching)
+    assert [m.split(": ")[0] for m in expected.mismatches] == [
+        f"seed=1 svl={svl} program={index}" for svl in (128, 256) for index in (1, 4, 7, 10)]
+    for size in (1, 2):
+        report = run_campaign(**CAMPAIGN, client=client, chunk_size=size,
+                              task=late_and_mismatching)
+        assert _results(report) == _results(expected), size
+
+
 def test_a_worker_killed_in_the_middle_loses_nothing(here, client):
     """The worker running a task is killed after the first chunk finished; the nanny restarts
     it and the scheduler runs its task elsewhere."""
