@@ -24,9 +24,9 @@ from zatile.sim.state import ArchState, MemoryFault
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, MASK64, SVCR_SM, SVCR_ZA, Smtc
 from zatile.sw.arch.engine import Result, Status
-from zatile.sw.arch.isa import OPS, Decoded, Requires, Trait, decode
+from zatile.sw.arch.isa import OPS, Decoded, Form, Requires, Trait, decode
 
-__all__ = ["ModelCore", "Fault", "handler_name"]
+__all__ = ["ModelCore", "Fault", "admission", "handler_name"]
 
 _ADDRESS_SPACE = 1 << 64
 
@@ -47,6 +47,29 @@ class Fault(Exception):
 @lru_cache(maxsize=1 << 14)
 def _decode(word: int) -> Decoded | None:
     return decode(word)
+
+
+def admission(config: EngineConfig, form: Form, sme_enabled: bool, svcr: int) -> Result | None:
+    """The result of an instruction of ``form`` that does not execute (UNDEF for a feature
+    ``config`` lacks or SVE at SM=0, an SME trap when disabled or in the wrong PSTATE mode),
+    None when it executes."""
+    if not config.has(form.feature):
+        return Result(Status.UNDEF)
+    if not sme_enabled:
+        return Result(Status.SME_TRAP, smtc=Smtc.SME_DISABLED, form=form.name)
+    requires = form.requires
+    if requires is Requires.ZA:
+        if not svcr & SVCR_ZA:
+            return Result(Status.SME_TRAP, smtc=Smtc.ZA_INACTIVE, form=form.name)
+    elif requires is Requires.SM_ZA:
+        if not svcr & SVCR_SM:
+            return Result(Status.SME_TRAP, smtc=Smtc.NEEDS_STREAMING, form=form.name)
+        if not svcr & SVCR_ZA:
+            return Result(Status.SME_TRAP, smtc=Smtc.ZA_INACTIVE, form=form.name)
+    elif requires is Requires.STREAMING:
+        if not svcr & SVCR_SM:
+            return Result(Status.UNDEF)
+    return None
 
 
 class ModelCore:
@@ -92,23 +115,9 @@ class ModelCore:
         if decoded is None:
             return Result(Status.UNDEF)
         form = decoded.form
-        if not self._config.has(form.feature):
-            return Result(Status.UNDEF)
-        if not self.sme_enabled:
-            return Result(Status.SME_TRAP, smtc=Smtc.SME_DISABLED, form=form.name)
-        svcr = self.state.svcr
-        requires = form.requires
-        if requires is Requires.ZA:
-            if not svcr & SVCR_ZA:
-                return Result(Status.SME_TRAP, smtc=Smtc.ZA_INACTIVE, form=form.name)
-        elif requires is Requires.SM_ZA:
-            if not svcr & SVCR_SM:
-                return Result(Status.SME_TRAP, smtc=Smtc.NEEDS_STREAMING, form=form.name)
-            if not svcr & SVCR_ZA:
-                return Result(Status.SME_TRAP, smtc=Smtc.ZA_INACTIVE, form=form.name)
-        elif requires is Requires.STREAMING:
-            if not svcr & SVCR_SM:
-                return Result(Status.UNDEF)
+        refused = admission(self._config, form, self.sme_enabled, self.state.svcr)
+        if refused is not None:
+            return refused
         self._normalize_state()
         self._flags = self._fp_flags = None
         try:
