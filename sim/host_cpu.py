@@ -58,16 +58,20 @@ from typing import Callable
 
 import numpy as np
 from unicorn import (UC_ARCH_ARM64, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_INSN, UC_HOOK_INTR,
-                     UC_HOOK_MEM_INVALID, UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_MODE_ARM,
-                     UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError)
+                     UC_HOOK_MEM_INVALID, UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE, UC_MEM_WRITE,
+                     UC_MEM_WRITE_PROT, UC_MEM_WRITE_UNMAPPED, UC_MODE_ARM, UC_PROT_EXEC,
+                     UC_PROT_READ, UC_PROT_WRITE, Uc, UcError)
 from unicorn import arm64_const as a64
 
+from zatile.sim.footprint import FootprintProbe, Span
 from zatile.sim.host_fp import host_instruction
+from zatile.sim.model.core import admission
 from zatile.sim.state import Memory, MemoryFault
 from zatile.sw.arch.asm import assemble_line
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, MASK64, SVCR_SM, SVCR_ZA
 from zatile.sw.arch.engine import Engine, Status
-from zatile.sw.arch.isa import Trait, decode, operand_values, read_operands, write_result
+from zatile.sw.arch.isa import (Form, Trait, decode, destination_of, operand_values,
+                                read_operands, write_result)
 
 __all__ = ["PROT_READ", "PROT_WRITE", "PROT_EXEC", "SCRATCH_BASE", "GuestMemory", "StopKind",
            "Stop", "HostCpu", "simd_class", "simd_written_registers", "SimdClass"]
@@ -110,6 +114,25 @@ def _engine_form(word: int) -> tuple[str, bool, bool] | None:
         return None
     traits = decoded.form.traits
     return decoded.form.requires.value, Trait.SVCR_WRITE in traits, Trait.STORE in traits
+
+
+@lru_cache(maxsize=8192)
+def _streamable_form(word: int) -> tuple[Form, bool] | None:
+    """(form, accesses memory) of an instruction a CPU may stream (:meth:`Engine.stream`): one
+    that returns nothing but FPSR bits (no general register, NZCV or SVCR); None for any other
+    word."""
+    decoded = decode(word)
+    if decoded is None or destination_of(word) is not None:
+        return None
+    traits = decoded.form.traits
+    if Trait.SETS_FLAGS in traits or Trait.SVCR_WRITE in traits:
+        return None
+    return decoded.form, bool(traits & {Trait.LOAD, Trait.STORE})
+
+
+def _hull(bounds: tuple[int, int] | None, span: tuple[int, int]) -> tuple[int, int]:
+    """The smallest range holding ``bounds`` (if any) and ``span``."""
+    return span if bounds is None else (min(bounds[0], span[0]), max(bounds[1], span[1]))
 
 
 class SimdClass(Enum):
@@ -385,6 +408,11 @@ class HostCpuStats:
     v_pushes: int = 0
     mode_changes: int = 0
     engine_seconds: float = 0.0
+    #: Engine instructions streamed (issued without waiting for their results).
+    engine_streamed: int = 0
+    #: Times the CPU waited for streamed instructions (before an instruction with a result, a
+    #: system call, FPSR, a stop, or a host access to memory they may still be using).
+    engine_drains: int = 0
 
     def __post_init__(self) -> None:
         if self.engine_by_class is None:
@@ -430,6 +458,15 @@ class HostCpu:
         self._streaming_hook = None
         self._simd_classes: dict[int, tuple[SimdClass, tuple[int, ...]]] = {}
         self._pending_fault: tuple[int, bool] | None = None
+        # Run-ahead (docs/architecture.md, "The host runs ahead"): instructions streamed and
+        # not yet drained, the bounds of the bytes they may still access and of those they may
+        # write ((low, high) or None), and the hook that watches the CPU's own accesses while
+        # any may (installed on the first, removed when run() ends).
+        self._streamed = 0
+        self._touched: tuple[int, int] | None = None
+        self._written: tuple[int, int] | None = None
+        self._probe: FootprintProbe | None = None
+        self._access_hook = None
         self.uc.hook_add(UC_HOOK_INTR, self._on_interrupt)
         self.uc.hook_add(UC_HOOK_INSN, self._on_system_register, None, 1, 0, a64.UC_ARM64_INS_MRS)
         self.uc.hook_add(UC_HOOK_INSN, self._on_system_register, None, 1, 0, a64.UC_ARM64_INS_MSR)
@@ -619,8 +656,10 @@ class HostCpu:
                     self._stop = self._memory_stop(error)
             if self._stop is None:
                 if budget:
+                    self._end_run_ahead()
                     return Stop(StopKind.BUDGET)
                 pc = self.pc            # emu_stop without a reason: carry on
+        self._end_run_ahead()
         return self._stop
 
     def stop(self, stop: Stop) -> None:
@@ -657,6 +696,7 @@ class HostCpu:
             return
         try:
             if intno == 2:
+                self._settle()
                 if self.syscall is None:
                     self._signal(SIGSEGV, self.pc - 4, "svc with no syscall handler")
                 else:
@@ -681,6 +721,7 @@ class HostCpu:
     # ------------------------------------------------------------------ the engine
     def _kissue(self, word: int, **operands: int):
         """Issue at EL1 on the CPU's own behalf (V<->Z transfers, ending streaming mode)."""
+        self._settle()
         self.memory.privileged = True
         try:
             result = self.engine.issue(word, operand_values(word, operands))
@@ -726,15 +767,22 @@ class HostCpu:
             self._push_v()
         fpcr = self.fpcr if self._fpcr_sent is None else None
         if fpcr is not None:
+            self._settle()                 # FPCR governs the instructions after the write only
             engine.fpcr = fpcr
             self._fpcr_sent = fpcr
-        before = engine.svcr
+        operands = read_operands(word, self.registers)
         stats = self.stats
-        started = time.perf_counter()
-        result = engine.issue(word, read_operands(word, self.registers))
-        stats.engine_seconds += time.perf_counter() - started
         stats.engine_instructions += 1
         stats.engine_by_class[kind] = stats.engine_by_class.get(kind, 0) + 1
+        started = time.perf_counter()
+        if engine.streams and self._stream(word, operands):
+            stats.engine_seconds += time.perf_counter() - started
+            self.pc = pc + 4
+            return
+        self._settle()
+        before = engine.svcr
+        result = engine.issue(word, operands)
+        stats.engine_seconds += time.perf_counter() - started
         if result.status is Status.OK:
             write_result(word, result.scalar, self.registers)
             if result.nzcv is not None:
@@ -753,6 +801,82 @@ class HostCpu:
         else:
             self._signal(SIGILL, pc, f"engine {result.status.value} (smtc {result.smtc}) "
                                      f"at 0x{pc:x}")
+
+    def _stream(self, word: int, operands) -> bool:
+        """Stream ``word`` to the engine if it will end OK and returns nothing but FPSR bits:
+        legal in the engine's configuration and present PSTATE, and every byte it may access
+        (:class:`~zatile.sim.footprint.FootprintProbe`) mapped with the permission it needs, as
+        a core's address translation would show before it sends the instruction on. Returns
+        whether it was streamed; an instruction that may fault or trap is issued and waited
+        for instead, so its exception stays precise."""
+        streamable = _streamable_form(word)
+        if streamable is None:
+            return False
+        form, accesses_memory = streamable
+        engine = self.engine
+        svcr = engine.svcr
+        if admission(engine.config, form, engine.sme_enabled, svcr) is not None:
+            return False
+        if accesses_memory:
+            if self._probe is None:
+                self._probe = FootprintProbe(engine.config)
+            spans = self._probe.spans(word, operands, engine.svl)
+            try:
+                for address, length, write in spans:
+                    self.memory.check(address, length, write)
+            except MemoryFault:
+                return False
+            self._watch(spans)
+        engine.stream(word, operands)
+        self._streamed += 1
+        self.stats.engine_streamed += 1
+        if svcr & SVCR_SM:
+            self._v_stale = True
+        return True
+
+    def _watch(self, spans: list[Span]) -> None:
+        """Remember memory a streamed instruction may still access (as bounds: a host access
+        between the spans of several instructions waits without need, never the reverse), and
+        watch the CPU's own loads and stores meanwhile (:meth:`_on_host_access`)."""
+        for address, length, write in spans:
+            span = (address, address + length)
+            self._touched = _hull(self._touched, span)
+            if write:
+                self._written = _hull(self._written, span)
+        if self._access_hook is None:
+            self._access_hook = self.uc.hook_add(UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE,
+                                                 self._on_host_access)
+            self.uc.ctl_flush_tb()         # code translated before must check accesses too
+
+    def _on_host_access(self, uc, access, address, size, value, data) -> None:
+        """A load or store of the host's program: if it touches memory a streamed instruction
+        may still access (a load of what an engine store writes, a store to what the engine
+        reads or writes), wait for the streamed instructions first, so the two are ordered as
+        in the program."""
+        bounds = self._touched if access == UC_MEM_WRITE else self._written
+        if bounds is not None and bounds[0] < address + size and address < bounds[1]:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Wait for every streamed instruction; OR the FPSR bits they raised into FPSR."""
+        if not self._streamed:
+            return
+        self._streamed = 0
+        self._touched = self._written = None
+        self.stats.engine_drains += 1
+        flags = self.engine.drain()
+        if flags:
+            self.uc.reg_write(a64.UC_ARM64_REG_FPSR,
+                              self.uc.reg_read(a64.UC_ARM64_REG_FPSR) | flags)
+
+    def _end_run_ahead(self) -> None:
+        """At the end of :meth:`run`: drain the engine and stop watching the CPU's accesses
+        (whatever comes next — a system call's work, a signal, another thread — sees every
+        streamed instruction done)."""
+        self._settle()
+        if self._access_hook is not None:
+            self.uc.hook_del(self._access_hook)
+            self._access_hook = None
 
     def _sm_changed(self) -> None:
         """ResetSVEState: V (the low bits of Z) zero, FPSR reset; the streaming check follows SM."""
@@ -830,6 +954,9 @@ class HostCpu:
                 self.tpidr2 = cp.val & MASK64
             self.pc += 4
             return 1
+        if op0 == 3 and op1 == 3 and crn == 4 and crm == 4 and op2 == 1:     # FPSR
+            self._settle()                 # streamed instructions' exception bits first
+            return 0
         if op0 == 3 and op1 == 3 and crn == 4 and crm == 4 and op2 == 0:     # FPCR
             # Kept here: the A72 drops FZ16 (it has no FEAT_FP16), an SME CPU implements it.
             if is_read:

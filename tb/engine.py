@@ -38,7 +38,7 @@ from zatile.sim.state import ArchState, Memory
 from zatile.sw.arch.asm import disassemble
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE, SVCR_SM, SVCR_ZA
-from zatile.sw.arch.engine import Engine, Result, Status
+from zatile.sw.arch.engine import Engine, Result, Status, StreamError
 from zatile.sw.arch.isa import FORMS_BY_NAME, Trait, decode, destination_of, operand_values
 from zatile.tb.coverage import OverlapTracker
 from zatile.tb.debug import DebugReader
@@ -319,6 +319,10 @@ class RtlEngine(Engine):
         A reset bench.
     fpsr : int
         FPSR at start (the CPU holds FPSR; the engine only signals ``fpsr_reset``).
+    run_ahead : bool
+        Whether :meth:`stream` overlaps instructions (:attr:`streams`): a streamed instruction
+        is queued for the issue port and the CPU goes on, up to :attr:`window` instructions
+        without their results; False makes the CPU wait for every result (lock step).
 
     Raises
     ------
@@ -327,7 +331,7 @@ class RtlEngine(Engine):
         engine as ``engine_class(config, bus)`` outside cocotb.
     """
 
-    def __init__(self, bench: EngineBench, fpsr: int = 0):
+    def __init__(self, bench: EngineBench, fpsr: int = 0, run_ahead: bool = True):
         if not isinstance(bench, EngineBench):
             raise RuntimeError(
                 f"RtlEngine runs only inside a cocotb test, on the EngineBench of a running "
@@ -342,12 +346,58 @@ class RtlEngine(Engine):
         self.sm_changes = 0
         self._execute = resume(bench.execute)
         self._set_inputs = resume(self._drive_inputs)
+        self._run_ahead = bool(run_ahead)
+        #: The most instructions the CPU may have streamed and not seen complete: as many as the
+        #: engine itself holds between its issue port and its results (its two queues), so the
+        #: CPU stalls, as a core does when the engine's issue queue is full, only when the
+        #: engine has no room.
+        self.window = 2 * bench.config.queue_depth
+        self._stream_when_room = resume(self._queue_when_room)
+        self._drain = resume(bench.drain)
+        self._stream_failures: list[str] = []
 
     async def _drive_inputs(self, **inputs) -> None:
         # Signals are written from the scheduler's thread, never from the bridge thread, and
         # only while the engine is idle (an outer product may still be writing ZA).
         await self._bench.wait_idle()
         self._bench.set_inputs(**inputs)
+
+    @property
+    def streams(self) -> bool:
+        return self._run_ahead
+
+    def stream(self, word: int, operands: Sequence[int] = ()) -> None:
+        if not self._run_ahead:
+            super().stream(word, operands)
+            return
+        self._stream_when_room(word, tuple(operands))
+
+    async def _queue_when_room(self, word: int, operands: tuple[int, ...]) -> None:
+        bench = self._bench
+        waited = 0
+        while bench.outstanding >= self.window:
+            await FallingEdge(bench.clock)
+            waited += 1
+            if waited > bench.timeout_cycles:
+                raise AssertionError(f"the engine took no instruction for {waited} cycles with "
+                                     f"{bench.outstanding} outstanding")
+        bench.issue_nowait(word, operands, lambda rtl: self._streamed_result(word, rtl))
+
+    def _streamed_result(self, word: int, rtl: RtlResult) -> None:
+        result = to_model_result(word, rtl)
+        if result.status is Status.OK:
+            self._streamed_fpsr |= result.fpsr_flags or 0
+        else:
+            self._stream_failures.append(f"'{disassemble(word)}' (0x{word:08x}) ended "
+                                         f"{rtl.describe()}")
+
+    def drain(self) -> int:
+        if self._bench.outstanding:
+            self._drain()
+        if self._stream_failures:
+            failures, self._stream_failures = self._stream_failures, []
+            raise StreamError(f"streamed instructions did not end OK: {'; '.join(failures)}")
+        return super().drain()
 
     def issue(self, word: int, operands: Sequence[int] = ()) -> Result:
         rtl = self._execute(word, tuple(operands))

@@ -43,6 +43,7 @@ from zatile.sw.abi.engine_context import _has_trait
 from zatile.sw.abi.layouts import SiginfoFault
 from zatile.sw.abi.mm import AddressSpace
 from zatile.sw.abi.task import CpuContext, FpState, Process, Thread
+from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.engine import Result, Status
 from zatile.sw.arch.isa import Trait
 
@@ -106,6 +107,28 @@ class ThreadEngine:
         if result.status is Status.OK and _has_trait(word, Trait.SVCR_WRITE):
             kernel._track_svcr(thread)
         return result
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._kernel.engine.config
+
+    @property
+    def streams(self) -> bool:
+        return self._kernel.engine.streams
+
+    @property
+    def sme_enabled(self) -> bool:
+        """Whether the thread's instructions reach the engine without the SME-disabled trap
+        (its state is live in the engine)."""
+        return self._kernel.engine.sme_enabled
+
+    def stream(self, word: int, operands) -> None:
+        """Stream ``word`` (the CPU has shown it ends OK: SME is enabled, so the thread's state
+        is the engine's)."""
+        self._kernel.engine.stream(word, operands)
+
+    def drain(self) -> int:
+        return self._kernel.engine.drain()
 
     @property
     def svcr(self) -> int:

@@ -14,6 +14,12 @@ An SME engine, as a CPU sees it, is an **issue port** and a handful of **control
   a read-only :attr:`Engine.svcr`, and :attr:`Engine.id_aa64smfr0`.
 * :meth:`Engine.read_memory` / :meth:`Engine.write_memory` go through the same memory port
   as the engine's loads and stores.
+* **Run-ahead** (docs/architecture.md, "The host runs ahead"): an engine whose
+  :attr:`Engine.streams` is True overlaps instructions it is given with :meth:`Engine.stream`
+  (the CPU does not wait for their results) and :meth:`Engine.drain` waits for them. The CPU streams only an
+  instruction it has shown will end OK (legal now, its memory mapped) and that returns nothing
+  but FPSR bits; every other instruction goes through :meth:`Engine.issue`, which completes the
+  streamed ones first (results are in program order).
 
 The backends implement it: the reference model in-process (:class:`zatile.sim.engine.ModelEngine`)
 and the Verilog under cocotb (:class:`zatile.tb.engine.RtlEngine`); the kernel model and every
@@ -29,7 +35,7 @@ from typing import Sequence
 
 from zatile.sw.arch.config import EngineConfig
 
-__all__ = ["Status", "Result", "Engine"]
+__all__ = ["Status", "Result", "Engine", "StreamError"]
 
 
 class Status(Enum):
@@ -78,6 +84,11 @@ class Result:
     fpsr_flags: int | None = None
 
 
+class StreamError(RuntimeError):
+    """A streamed instruction did not end OK: the engine broke the promise the CPU relied on
+    (a simulator or engine bug, never a guest program's doing)."""
+
+
 class Engine(ABC):
     """One SME engine behind its issue port.
 
@@ -89,6 +100,7 @@ class Engine(ABC):
 
     def __init__(self, config: EngineConfig):
         self._config = config
+        self._streamed_fpsr = 0
 
     @property
     def config(self) -> EngineConfig:
@@ -119,6 +131,41 @@ class Engine(ABC):
         ValueError
             If the number of operands does not match the instruction.
         """
+
+    @property
+    def streams(self) -> bool:
+        """Whether :meth:`stream` overlaps instructions (False: it is :meth:`issue`, and a CPU
+        gains nothing by proving an instruction streamable)."""
+        return False
+
+    def stream(self, word: int, operands: Sequence[int] = ()) -> None:
+        """Issue an instruction without waiting for its result.
+
+        The caller promises that it ends OK and writes no general register, NZCV or SVCR; the
+        FPSR bits it raises are returned by the next :meth:`drain`.
+
+        Raises
+        ------
+        StreamError
+            If the instruction did not end OK (here, or from :meth:`drain` on an engine that
+            overlaps).
+        """
+        result = self.issue(word, operands)
+        if result.status is not Status.OK:
+            raise StreamError(f"streamed instruction 0x{word:08x} ended {result.status.value}")
+        self._streamed_fpsr |= result.fpsr_flags or 0
+
+    def drain(self) -> int:
+        """Wait for every streamed instruction; return the FPSR exception bits they raised
+        (ORed; 0 for none) and forget them.
+
+        Raises
+        ------
+        StreamError
+            If a streamed instruction did not end OK.
+        """
+        flags, self._streamed_fpsr = self._streamed_fpsr, 0
+        return flags
 
     @property
     @abstractmethod
