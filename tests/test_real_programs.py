@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import need_tool
+from tests.deferred_engine import DeferredEngine
 from zatile.sim.host_cpu import PROT_READ, PROT_WRITE, SimdClass, simd_class
 from zatile.sim.qemu import qemu_sme_cpu_option
 from zatile.sim.tools import tools_required
@@ -199,6 +200,20 @@ def test_program_matches_qemu(name, arguments, status, output, svl):
     assert run_oracle(program, *arguments, svl=svl) == (status, output)
 
 
+@pytest.mark.parametrize("name, arguments, status, output", CASES,
+                         ids=[" ".join((case[0], *case[1])) for case in CASES])
+def test_programs_cannot_tell_that_the_host_runs_ahead(name, arguments, status, output):
+    """Every program on an engine that runs streamed instructions only when the host drains
+    them (tests/deferred_engine.py): the same status and output — the host waits wherever a
+    program could see the difference (system calls, signals, threads, FPSR, its own loads and
+    stores)."""
+    program = build(name)
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    result = run_program(program, [str(program), *arguments], svl=128, stdout=stdout,
+                         stderr=stderr, engine_class=DeferredEngine)
+    assert (result.status, stdout.getvalue()) == (status, output), stderr.getvalue().decode()
+
+
 #: The programs CI runs with the RTL engine (SVL 128, random stalls on every handshake):
 #: SVE and SME instructions, ZA and the lazy-save runtime, an engine fault, a streaming-mode trap.
 RTL_SELECTION = ["streaming_add", "za_mopa", "faults engine-segv", "faults neon", "sme_abi",
@@ -224,6 +239,28 @@ def run_rtl_case(name: str, arguments, status: int, output: bytes, svl: int) -> 
                          ids=RTL_SELECTION)
 def test_program_runs_on_the_rtl(name, arguments, status, output):
     run_rtl_case(name, arguments, status, output, svl=128)
+
+
+def test_the_host_runs_ahead_of_the_rtl_engine_and_the_program_cannot_tell():
+    """gemm_f32 on the RTL with the host streaming and in lock step: the same output; streamed,
+    most engine instructions do not wait, and the engine finishes in fewer cycles."""
+    program = build("gemm_f32")
+    (expected,) = [output for name, _, _, output in CASES if name == "gemm_f32"]
+    runs = []
+    for run_ahead in (True, False):
+        stdout = io.BytesIO()
+        result = run_program_rtl(program, [str(program)], svl=128, stdout=stdout,
+                                 stderr=io.BytesIO(), run_ahead=run_ahead)
+        assert (result.status, stdout.getvalue()) == (0, expected)
+        runs.append(result)
+    ahead, lock_step = runs
+    print(f"gemm_f32 19x23x7 at SVL 128: {ahead.engine_streamed} of "
+          f"{ahead.engine_instructions} engine instructions streamed, "
+          f"{ahead.engine_perf['busy_cycles']} busy cycles ({lock_step.engine_perf['busy_cycles']} "
+          f"in lock step)")
+    assert lock_step.engine_streamed == 0
+    assert ahead.engine_streamed > 0.5 * ahead.engine_instructions
+    assert ahead.engine_perf["busy_cycles"] < 0.8 * lock_step.engine_perf["busy_cycles"]
 
 
 @pytest.mark.soak

@@ -185,6 +185,10 @@ class ProcessResult:
     stop: Stop | None = None
     #: Wall time spent in the engine's ``issue`` (the rest is the host CPU and the system calls).
     engine_seconds: float = 0.0
+    #: Engine instructions the host streamed without waiting for their results, and the times
+    #: it waited for streamed ones (:class:`~zatile.sim.host_cpu.HostCpuStats`).
+    engine_streamed: int = 0
+    engine_drains: int = 0
     #: Simulated engine clock cycles and performance counters (the RTL backend only).
     engine_cycles: int | None = None
     engine_perf: dict | None = None
@@ -207,6 +211,7 @@ class ProcessResult:
                    "engine_instructions": self.engine_instructions,
                    "engine_instructions_by_class": dict(self.engine_by_class),
                    "engine_seconds": round(self.engine_seconds, 6),
+                   "engine_streamed": self.engine_streamed, "engine_drains": self.engine_drains,
                    "syscalls": self.syscalls, "v_transfers": self.v_transfers,
                    "context_switches": self.context_switches, "preemptions": self.preemptions,
                    "sme_saves": self.sme_saves, "lazy_restores": self.lazy_restores,
@@ -225,6 +230,8 @@ class ProcessResult:
                    figures["host_instructions"], figures["engine_instructions"],
                    dict(figures["engine_instructions_by_class"]), figures["syscalls"],
                    figures["v_transfers"], engine_seconds=figures["engine_seconds"],
+                   engine_streamed=figures["engine_streamed"],
+                   engine_drains=figures["engine_drains"],
                    engine_cycles=figures.get("engine_cycles"),
                    engine_perf=figures.get("engine_perf"),
                    context_switches=figures["context_switches"],
@@ -439,7 +446,9 @@ class ElfProcess(ProcfsMixin):
         return ProcessResult(status, signal, elapsed, stats.host_instructions,
                              stats.engine_instructions, dict(stats.engine_by_class),
                              self.syscalls, stats.v_pulls + stats.v_pushes, stop,
-                             engine_seconds=stats.engine_seconds)
+                             engine_seconds=stats.engine_seconds,
+                             engine_streamed=stats.engine_streamed,
+                             engine_drains=stats.engine_drains)
 
     # ------------------------------------------------------------------ calling functions
     def symbol(self, name: str) -> int:
@@ -523,8 +532,8 @@ class ElfProcess(ProcfsMixin):
         Returns
         -------
         (list of bytes, dict)
-            The outputs, and the host CPU's ``engine_instructions`` and
-            ``engine_instructions_by_class`` so far.
+            The outputs, and the host CPU's ``engine_instructions``,
+            ``engine_instructions_by_class`` and ``engine_streamed`` so far.
         """
         cpu = self.cpu
         for address, data in inputs:
@@ -534,7 +543,8 @@ class ElfProcess(ProcfsMixin):
         self.call(function, *arguments, result=None)
         return ([cpu.read_memory(address, length) for address, length in outputs],
                 {"engine_instructions": cpu.stats.engine_instructions,
-                 "engine_instructions_by_class": dict(cpu.stats.engine_by_class)})
+                 "engine_instructions_by_class": dict(cpu.stats.engine_by_class),
+                 "engine_streamed": cpu.stats.engine_streamed})
 
     # ------------------------------------------------------------------ system calls
     def _syscall(self, cpu: HostCpu) -> None:

@@ -38,7 +38,8 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
                     count_instructions: bool = False,
                     environment: Sequence[str] | None = None, simulator: str = "verilator",
                     pauses: str = "none", seed: int = 0, quantum: int | None = None,
-                    progress: Callable[[dict], None] | None = None) -> ProcessResult:
+                    progress: Callable[[dict], None] | None = None,
+                    run_ahead: bool = True) -> ProcessResult:
     """Load and run a static aarch64 program with the RTL engine; ``argv[0]`` is the path
     unless given.
 
@@ -67,6 +68,9 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
         Called from another thread with the engine's performance counters (a dict by the
         names of :data:`zatile.hw.perf_counters.PERF_COUNTERS`) every :data:`PROGRESS_CYCLES`
         engine cycles while the simulation runs, and once more with the final counters.
+    run_ahead : bool
+        Whether the host CPU streams instructions ahead of their results (docs/architecture.md,
+        "The host runs ahead"); False waits for every result (lock step).
 
     Returns
     -------
@@ -86,7 +90,7 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
             "environment": list(environment) if environment is not None
             else ["PATH=/bin", "HOME=/"],
             "count_instructions": count_instructions, "pauses": pauses, "seed": seed,
-            "quantum": quantum},
+            "quantum": quantum, "run_ahead": run_ahead},
             progress=progress) as directory:
         for name, stream in (("stdout", stdout or sys.stdout.buffer),
                              ("stderr", stderr or sys.stderr.buffer)):
@@ -102,14 +106,15 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
              inputs: Sequence[tuple[int, bytes]], outputs: Sequence[tuple[int, int]],
              svl: int = 512, simulator: str = "verilator",
              pauses: str = "none",
-             progress: Callable[[dict], None] | None = None) -> tuple[list[bytes], dict]:
+             progress: Callable[[dict], None] | None = None,
+             run_ahead: bool = True) -> tuple[list[bytes], dict]:
     """Call ``function`` of a static program with the RTL engine, without running the program.
 
     Every ``(address, data)`` of ``inputs`` is mapped (read-write, whole pages) and written
     first; the function is called with integer or pointer ``arguments`` under the AAPCS64
     (:meth:`~zatile.sw.abi.elf_process.ElfProcess.call_with_memory`: floating-point arguments
     and ZA interfaces are the model's only, for now); then every ``(address, length)`` of
-    ``outputs`` (inside the mapped inputs) is read. ``progress`` is called as for
+    ``outputs`` (inside the mapped inputs) is read. ``progress`` and ``run_ahead`` are as for
     :func:`run_program_rtl`.
 
     Returns
@@ -117,7 +122,7 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
     (list of bytes, dict)
         The outputs, and ``{"engine_cycles": ..., "engine_perf": {...}, "host": {...}}`` (the
         simulated cycles, the engine's performance counters, and the host CPU's
-        ``engine_instructions`` and ``engine_instructions_by_class``).
+        ``engine_instructions``, ``engine_instructions_by_class`` and ``engine_streamed``).
 
     Raises
     ------
@@ -132,7 +137,8 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
                                      for index, (address, _) in enumerate(inputs)],
             "outputs": [[address, length, f"output{index}"]
                         for index, (address, length) in enumerate(outputs)]}
-    request = {"argv": [str(path)], "call": call, "pauses": pauses, "seed": 0}
+    request = {"argv": [str(path)], "call": call, "pauses": pauses, "seed": 0,
+               "run_ahead": run_ahead}
 
     def stage(directory: Path) -> None:
         for index, (_, data) in enumerate(inputs):

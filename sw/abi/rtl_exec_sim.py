@@ -1,7 +1,8 @@
 """The simulation side of :func:`zatile.sw.abi.rtl_exec.run_program_rtl` (a cocotb test module).
 
 ``ZATILE_RTL_EXEC`` names a directory holding ``request.json`` (program, argv, environment, SVL,
-pause style, seed, whether to count host instructions, the time slice). The program runs
+pause style, seed, whether to count host instructions, the time slice, whether the host runs
+ahead of the engine). The program runs
 unchanged as a process of the kernel model (:func:`zatile.sw.abi.runner.run_program`) in a
 :func:`cocotb.task.bridge` thread, with a :class:`zatile.tb.engine.RtlEngine` as the kernel's
 engine, whose memory port is the kernel's bus (the current process's memory, and the kernel's
@@ -44,7 +45,7 @@ async def exec_program(dut) -> None:
         if process_config != config:
             raise ValueError(f"the program asks for {process_config}, the RTL is {config}")
         bench.bus.memory = memory
-        return RtlEngine(bench)
+        return RtlEngine(bench, run_ahead=request["run_ahead"])
 
     if request.get("progress_cycles"):
         reporter = cocotb.start_soon(_report_progress(bench, directory,

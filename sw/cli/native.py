@@ -173,7 +173,10 @@ def _cmd_exec(args) -> int:
             f"signals delivered to handlers, {result.za_bytes_saved} bytes of ZA saved and "
             f"{result.za_bytes_restored} restored\n")
         if result.engine_cycles is not None:
-            sys.stderr.write(f"zatile: {result.engine_cycles} engine clock cycles simulated\n")
+            sys.stderr.write(f"zatile: {result.engine_cycles} engine clock cycles simulated; "
+                             f"the host streamed {result.engine_streamed} engine instructions "
+                             f"without waiting and waited for them {result.engine_drains} "
+                             f"times\n")
     if args.stats_json:
         args.stats_json.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
     return result.status
