@@ -419,14 +419,20 @@ def test_generated_kernel_is_readable_and_follows_the_sme_interface(name):
         "s16": ("smopa", "ld1h", "d"), "u16": ("umopa", "ld1h", "d"),
         "u16s16": ("usmopa", "ld1h", "d"), "s16u16": ("sumopa", "ld1h", "d")}[kernel.types]
     # Three blockings (1VL x 4VL, 4VL x 1VL, 2VL x 2VL), each with a k loop of 4 MOPAs fed by
-    # 5, 5 and 4 vector loads, chosen at run time by comparing M and N with VL.
+    # 5, 5 and 4 vector loads per k group, chosen at run time by comparing M and N with VL.
+    # The loop does two k groups, the second with the next registers; an odd last one follows.
     bodies = re.split(r"\n\.L\w+_[124]x[124]:", source)[1:]
     assert len(bodies) == 3
     for body, (rows, columns) in zip(bodies, [(2, 2), (4, 1), (1, 4)]):
         loop = body[body.index("_k:"):body.index("b.ne")]
-        assert loop.count(f"{mopa:<7} za") == 4, (rows, columns)
-        assert len(re.findall(rf"{load} +{{z\d\.", loop)) == rows + columns, (rows, columns)
-        assert f"{mopa:<7} za3.{tile}, p{rows - 1}/m, p{rows + columns - 1}/m" in loop
+        last = body[body.index("_last:"):body.index("_store:")]
+        registers = rows + columns
+        assert loop.count(f"{mopa:<7} za") == 8 and last.count(f"{mopa:<7} za") == 4
+        assert len(re.findall(rf"{load} +{{z\d\.", loop)) == 2 * registers, (rows, columns)
+        assert len(re.findall(rf"{load} +{{z\d\.", last)) == registers, (rows, columns)
+        for first in (0, registers):
+            assert (f"{mopa:<7} za3.{tile}, p{rows - 1}/m, p{registers - 1}/m, "
+                    f"z{first + rows - 1}.") in loop
     assert "cmp     x3, x6" in source and "cmp     x4, x6" in source
     for required in ("bl      __arm_tpidr2_save", "msr     tpidr2_el0, xzr", "smstart", "smstop",
                      "stp     d8, d9", "ldp     d14, d15", "whilelt p3.", "// A, row tile 1",

@@ -23,7 +23,7 @@ FMOPA and BFMOPA; int8 → int32 and int16 → int64 with the 4-way SMOPA, UMOPA
   callee-saved low halves of V8-V15, which SMSTART zeroes); commit a caller's lazy ZA save
   (``mrs tpidr2_el0; cbz; bl __arm_tpidr2_save; msr tpidr2_el0, xzr``); ``smstart`` (SM and
   ZA). Epilogue: ``smstop`` (ZA off, so the caller's ZA stays dormant or off as the scheme
-  wants), restore D8-D15. The body uses only caller-saved registers (X6-X17, Z0-Z4, P0-P4);
+  wants), restore D8-D15. The body uses only caller-saved registers (X6-X17, Z0-Z9, P0-P4);
   X0-X5 survive ``__arm_tpidr2_save`` by its contract.
 
 * Epilogues (:data:`EPILOGUES`): each row of C, on its way from ZA to memory, is read into a
@@ -202,9 +202,14 @@ class _Body:
     """The code of one blocking of one kernel (see :data:`BLOCKINGS`).
 
     Registers: X8 = i0 and X10 = j0 (the block's first row and column), X7 and X11 the column
-    and row steps, X9 a row tile's first row, X12 the k count then the slice index, X13/X14
-    the k group of A and B (and 2VL/3VL column offsets while C moves), X15/X16 scratch. The
-    operand predicates are P0.. (rows of A) and P(R).. (columns of B, then of C).
+    and row steps, X9 a row tile's first row, X12 the slice index, X13/X14 the k group of A
+    and B (and 2VL/3VL column offsets while C moves), X16 the k pairs left, X15/X16 scratch. The
+    operand predicates are P0.. (rows of A) and P(R).. (columns of B, and of C: a predicate
+    governs an element by the lowest bit of its part of the predicate, so the k-group predicate
+    of B's column j — bytes (or halfwords) below ``group·N`` — governs C's column j too). No
+    WHILELT runs after the block's k loop: each sets NZCV, which the CPU waits for
+    (docs/architecture.md, "The host runs ahead"), so the k loop and the store of C run ahead
+    of the CPU.
     """
 
     def __init__(self, name: str, kernel: GemmKernel, rows: int, columns: int):
@@ -230,14 +235,10 @@ class _Body:
                 lines.append("        add     x15, x15, x17")
         return lines
 
-    def _c_predicates(self) -> list[str]:
-        """The C columns of each column tile, in P(R)..; and X13 = 2VL, X14 = 3VL."""
-        lines = ["        mov     x15, x10                  // C columns of each column tile"]
-        for index in range(self.columns):
-            lines.append(f"        whilelt p{self.rows + index}.{self.kind.tile}, x15, x4")
-            if index + 1 < self.columns:
-                lines.append("        add     x15, x15, x6")
-        return lines + ["        lsl     x13, x6, #1", "        add     x14, x13, x6"]
+    @staticmethod
+    def _column_offsets() -> list[str]:
+        """X13 = 2VL, X14 = 3VL: where column tiles 2 and 3 start in a row of C."""
+        return ["        lsl     x13, x6, #1", "        add     x14, x13, x6"]
 
     def _epilogue_operands(self) -> list[str]:
         """Bias (and scales) of each column tile of the block, in Z20.. (and Z24..)."""
@@ -298,34 +299,48 @@ class _Body:
                 "        add     x9, x9, x6"]
         return lines + [f"{phase}_done:"]
 
-    def _k_loop(self) -> list[str]:
+    def _k_step(self, first: int) -> list[str]:
+        """One k group: a predicated vector load per row tile of A and per column tile of B,
+        into Z(first).., then the outer products of every (row, column) tile pair."""
         kind, t, tile = self.kind, self.kind.suffix, self.kind.tile
-        shift = kind.result_shift
 
         def vector(offset: int) -> str:
             return f", #{offset}, mul vl" if offset else ""
 
-        loads = [f"        {kind.load}    {{z{index}.{t}}}, p{index}/z, [x13{vector(index)}]"
+        a, b = first, first + self.rows
+        loads = [f"        {kind.load}    {{z{a + index}.{t}}}, p{index}/z, [x13{vector(index)}]"
                  f"    // A, row tile {index}" for index in range(self.rows)]
-        loads += [f"        {kind.load}    {{z{self.rows + index}.{t}}}, p{self.rows + index}/z, "
+        loads += [f"        {kind.load}    {{z{b + index}.{t}}}, p{self.rows + index}/z, "
                   f"[x14{vector(index)}]    // B, column tile {index}"
                   for index in range(self.columns)]
-        products = [f"        {kind.mopa:<7} za{row * self.columns + column}.{tile}, p{row}/m, "
-                    f"p{self.rows + column}/m, z{row}.{t}, z{self.rows + column}.{t}"
-                    for row in range(self.rows) for column in range(self.columns)]
+        return loads + [
+            f"        {kind.mopa:<7} za{row * self.columns + column}.{tile}, p{row}/m, "
+            f"p{self.rows + column}/m, z{a + row}.{t}, z{b + column}.{t}"
+            for row in range(self.rows) for column in range(self.columns)]
+
+    def _k_loop(self) -> list[str]:
+        """The k loop, unrolled by two as KleidiAI's kernels are: even k groups load Z0..,
+        odd ones the next registers, so a group's loads never wait for the outer products of
+        the group before it to read their registers; an odd last group runs alone."""
+        shift, second = self.kind.result_shift, self.rows + self.columns
+        step = [f"        add     x13, x13, x3, lsl #{shift}      // next k group of A "
+                f"({1 << shift} bytes per row)",
+                f"        add     x14, x14, x4, lsl #{shift}      // next k group of B"]
         return [
             f"        add     x13, x0, x8, lsl #{shift}       // the block's first k group of A",
             f"        add     x14, x1, x10, lsl #{shift}      // the block's first k group of B",
-            "        mov     x12, x5                   // k groups left",
-            f"        cbz     x12, {self.label}_store",
+            "        lsr     x16, x5, #1               // pairs of k groups",
+            f"        cbz     x16, {self.label}_last",
             f"{self.label}_k:",
-            *loads,
-            *products,
-            f"        add     x13, x13, x3, lsl #{shift}      // next k group of A "
-            f"({1 << shift} bytes per row)",
-            f"        add     x14, x14, x4, lsl #{shift}      // next k group of B",
-            "        subs    x12, x12, #1",
-            f"        b.ne    {self.label}_k"]
+            *self._k_step(0),
+            *step,
+            *self._k_step(second),
+            *step,
+            "        subs    x16, x16, #1",
+            f"        b.ne    {self.label}_k",
+            f"{self.label}_last:",
+            f"        tbz     x5, #0, {self.label}_store     // an even count: done",
+            *self._k_step(0)]
 
     def lines(self, done: str) -> list[str]:
         rows, columns, label = self.rows, self.columns, self.label
@@ -344,12 +359,12 @@ class _Body:
             "        cmp     x10, x4",
             f"        b.hs    {label}_next_rows",
             "        zero    {za}",
-            *((self._c_predicates() + self._c_rows(load=True)) if accumulate
+            *self._operand_predicates(rows, columns, "x10", "x4", "columns of B and C"),
+            *((self._column_offsets() + self._c_rows(load=True)) if accumulate
               else ["        // C is not read: the block starts from zero"]),
-            *self._operand_predicates(rows, columns, "x10", "x4", "columns of B"),
             *self._k_loop(),
             f"{label}_store:",
-            *self._c_predicates(),
+            *self._column_offsets(),
             *(self._epilogue_operands() if self.kernel.epilogue else []),
             *self._c_rows(load=False),
             "        add     x10, x10, x7",
