@@ -125,8 +125,10 @@ def matmul(a: np.ndarray, b: np.ndarray, *, out: np.ndarray | None = None,
         The engine's streaming vector length in bits.
     stats : dict, optional
         The run's counters are added to it (so one dict sums several calls):
-        ``engine_instructions`` and
-        ``engine_instructions_by_class`` (model and RTL), and on the RTL ``cycles``,
+        ``engine_instructions``,
+        ``engine_instructions_by_class`` and ``engine_streamed`` (those the host issued without
+        waiting for their results: on the RTL, docs/architecture.md "The host runs ahead";
+        0 on the model) (model and RTL), and on the RTL ``cycles``,
         ``busy_cycles``, ``outer_products``, ``memory_instructions`` (vector and slice loads
         and stores, ``svl / 8`` bytes each) and ``macs`` from the engine's performance counters.
     progress : bool, optional
@@ -594,6 +596,7 @@ def _progress_bar(function: str, progress: bool | None, products: int | None):
     with tqdm(total=products or None, desc=function, unit=unit, leave=False,
               disable=None if progress is None else False) as bar:
         yield lambda perf: bar.update(perf[counter] - bar.n)
+        bar.refresh()              # the final count is drawn, though it came within mininterval
 
 
 def _run_model(function: str, arguments: list, output: int, svl: int):

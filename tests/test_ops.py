@@ -322,14 +322,14 @@ def test_blocking_is_chosen_by_shape(m, n, blocking, outer_products, capsys):
 
 def test_progress_bar_follows_the_simulation(capsys):
     """``progress=True`` draws a tqdm bar on stderr, fed while the simulation runs: it passes
-    through counts between 0 and the kernel's outer products (864 here, 3 x 3 blocks of
-    2VL x 2VL x 24 k steps x 4) and ends there."""
+    through counts between 0 and the kernel's outer products (3,456 here, 6 x 6 blocks of
+    2VL x 2VL x 24 k steps x 4: about 4,000 cycles, two reports) and ends there."""
     _need_zig()
-    a, b = _operands(24, 24, 24, seed=15)
+    a, b = _operands(48, 48, 24, seed=15)
     assert _same_bits(matmul(a, b, backend="rtl", svl=128, progress=True),
                       matmul_reference(a, b))
-    counts = [int(count) for count in re.findall(r"(\d+)/864 ", capsys.readouterr().err)]
-    assert counts[-1] == 864 and any(0 < count < 864 for count in counts), counts
+    counts = [int(count) for count in re.findall(r"(\d+)/3456 ", capsys.readouterr().err)]
+    assert counts[-1] == 3456 and any(0 < count < 3456 for count in counts), counts
     assert counts == sorted(counts)
 
 
