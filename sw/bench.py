@@ -182,7 +182,9 @@ def bench_gemm(dtype: str, m: int, n: int, k: int, svl: int, backend: str = "rtl
     -------
     dict
         ``dtype``, ``m``, ``n``, ``k``, ``svl``, ``backend``, ``seconds`` (wall), ``mopas`` (the
-        outer products a perfect engine needs: one per VL×VL tile of C per k group), the
+        outer products a perfect engine needs: one per VL×VL tile of C per k group), ``exact``
+        (whether C equals :func:`zatile.sw.ops.matmul_reference` bit for bit, or numpy's
+        product wrapped to the accumulator for integers), the
         counters of :func:`zatile.sw.ops.matmul`, and on the RTL ``utilization`` (``mopas`` /
         busy cycles), ``loads_per_outer_product`` (memory instructions per outer product issued)
         and ``bytes_moved`` (memory instructions × SVL bytes); ``utilization`` is None on the
@@ -193,7 +195,7 @@ def bench_gemm(dtype: str, m: int, n: int, k: int, svl: int, backend: str = "rtl
     ValueError
         For an unknown dtype.
     """
-    from zatile.sw.ops import matmul  # local: keeps `zatile --help` fast
+    from zatile.sw.ops import matmul, matmul_reference  # local: keeps `zatile --help` fast
 
     if dtype not in GEMM_DTYPES:
         raise ValueError(f"unknown GEMM dtype {dtype!r}; choose from {', '.join(GEMM_DTYPES)}")
@@ -210,12 +212,18 @@ def bench_gemm(dtype: str, m: int, n: int, k: int, svl: int, backend: str = "rtl
     a, b = operand(kind.a, (m, k)), operand(kind.b, (k, n))
     stats: dict = {}
     started = time.perf_counter()
-    matmul(a, b, backend=backend, svl=svl, stats=stats)
+    product = matmul(a, b, backend=backend, svl=svl, stats=stats)
     seconds = time.perf_counter() - started
+    if product.dtype.kind == "f":
+        expected = matmul_reference(a, b)
+    else:                                  # the accumulators wrap
+        expected = (a.astype(np.int64) @ b.astype(np.int64)).astype(product.dtype)
+    exact = product.tobytes() == expected.tobytes()
     vl = svl // (8 << kind.result_shift)
     mopas = -(-m // vl) * -(-n // vl) * -(-k // kind.group)
     figures = {"dtype": dtype, "m": m, "n": n, "k": k, "svl": svl, "backend": backend,
-               "seconds": seconds, "mopas": mopas, **stats, "utilization": None}
+               "seconds": seconds, "mopas": mopas, "exact": exact, **stats,
+               "utilization": None}
     if "busy_cycles" in stats:
         figures.update(utilization=mopas / stats["busy_cycles"],
                        loads_per_outer_product=stats["memory_instructions"]

@@ -38,6 +38,7 @@ from zatile.sw.cli import main
 from zatile.sw.kernels import library, library_source
 from zatile.sw.kernels.gemm import GEMM_KERNELS, GemmKernel, gemm_kernel
 from zatile.sw.kernels.gemm import outer_products as kernel_outer_products
+from zatile.sw.bench import bench_gemm
 from zatile.sw.ops import matmul, matmul_reference, requantize_reference
 
 #: (M, N, K): K = 1, tails on every edge, and each blocking with several blocks at SVL 128
@@ -545,8 +546,25 @@ def test_bench_gemm_prints_counts_and_json(capsys):
                                "needed") and len(lines) == 4          # 5 x 6 tiles x 7
     assert main(["bench", "gemm", "--svl", "128", "--size", "19", "23", "7", "--json"]) == 0
     figures = json.loads(capsys.readouterr().out.splitlines()[-1])
-    assert (figures["dtype"], figures["m"], figures["mopas"], figures["utilization"]) \
-        == ("fp32", 19, 210, None)
+    assert (figures["dtype"], figures["m"], figures["mopas"], figures["utilization"],
+            figures["exact"]) == ("fp32", 19, 210, None, True)
+
+
+def test_bench_gemm_fails_when_the_result_is_wrong(monkeypatch, capsys):
+    """Planted: the product comes back with one element changed; the benchmark says so and
+    exits with status 1."""
+    _need_zig()
+    correct = matmul
+
+    def one_wrong(*arguments, **keywords):
+        product = correct(*arguments, **keywords)
+        product[3, 4] += 1
+        return product
+
+    monkeypatch.setattr("zatile.sw.ops.matmul", one_wrong)
+    assert main(["bench", "gemm", "--svl", "128", "--size", "8", "8", "8", "--dtype",
+                 "int8"]) == 1
+    assert capsys.readouterr().out.endswith("; THE RESULT DIFFERS FROM THE REFERENCE\n")
 
 
 def test_bench_gemm_utilization_on_the_rtl(tmp_path, capsys):
@@ -556,9 +574,21 @@ def test_bench_gemm_utilization_on_the_rtl(tmp_path, capsys):
                  "--json", "--plot", str(plot)]) == 0
     figures = json.loads(capsys.readouterr().out.splitlines()[-1])
     # Deterministic cycles: 2 x 2 tiles x 8 k steps needed; the kernel issues 4 per 2VL block.
-    assert (figures["mopas"], figures["outer_products"]) == (32, 32)
-    assert figures["utilization"] == 32 / figures["busy_cycles"] and 0 < figures["utilization"] < 1
+    assert (figures["mopas"], figures["outer_products"], figures["busy_cycles"]) == (32, 32, 113)
+    assert figures["utilization"] == 32 / 113 and figures["exact"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_library_gemm_keeps_the_engine_busy_on_the_rtl():
+    """A whole library GEMM, the host running ahead (docs/architecture.md): fp32 16 x 16 x 256
+    at SVL 128 is four 2VL x 2VL blocks of 1,024 outer products each, with their loads,
+    predicates and the stores of C: 4,404 busy cycles, 0.93 outer products per cycle; all but
+    the WHILELTs and CNTWs at the start of a block stream."""
+    _need_zig()
+    figures = bench_gemm("fp32", 16, 16, 256, 128, "rtl")
+    assert figures["exact"] and (figures["mopas"], figures["busy_cycles"]) == (4096, 4404)
+    assert figures["utilization"] > 0.90
+    assert figures["engine_streamed"] > 0.99 * figures["engine_instructions"]
 
 
 @pytest.mark.parametrize("arguments, message", [
