@@ -51,7 +51,10 @@ their dispatch cycle; the vector unit's (:mod:`zatile.hw.vector`) take the opera
 dispatch cycle and wait there for the unit's result (a cycle or more later), which is written as
 they complete; memory instructions of the execution queue hold the dispatch stage until the
 load/store unit finishes (LD2-4/ST2-4: until the structure sequencer, :mod:`zatile.hw.structure`,
-has moved every register); outer products and ADDHA/ADDVA are handed to their array and complete
+has moved every register), but for a store of one access, which **posts**: it leaves dispatch as
+the unit takes its access and completes, in order, when the access is answered, later stores
+starting theirs meanwhile and every other instruction completing only once none is in flight;
+outer products and ADDHA/ADDVA are handed to their array and complete
 (result OK) in the cycle the array accepts them, one per cycle. The arrays capture Z and P
 operands at acceptance, so later instructions may overwrite them at once. Loads of the load queue
 run in the load/store unit beside all this, several in flight, each once the execution-queue
@@ -80,8 +83,8 @@ from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
 from zatile.hw.library import ModuleLibrary
 from zatile.hw.lane_fifo import LaneFifo
 from zatile.hw.load_queue import LoadQueue, index_width, load_pointer
-from zatile.hw.lsu import (MEMORY_OPS, STRUCTURE_OPS, ControlSignature, LoadStoreUnit,
-                           MemRequestLayout, MemResponseLayout)
+from zatile.hw.lsu import (MEMORY_OPS, STORE_OPS, STRUCTURE_OPS, ControlSignature,
+                           LoadStoreUnit, MemRequestLayout, MemResponseLayout)
 from zatile.hw.perf_counters import PerfCounters, PerfLayout
 from zatile.hw.regfile import P_REGISTERS, Z_REGISTERS, RegisterFile
 from zatile.hw.register_scoreboard import RegisterScoreboard
@@ -135,6 +138,8 @@ FP_OPS = {Op.FMOPA_FP32: FpOuterProductKind.FMOPA_S, Op.FMOPA_FP64: FpOuterProdu
 _INT_OPS = tuple(op for op in ops_of(Trait.OUTER_PRODUCT) if op not in FP_OPS)
 _SLICE_OPS = ops_of(Trait.ZA_SLICE)
 _SVCR_WRITERS = ops_of(Trait.SVCR_WRITE)
+#: Stores of one load/store-unit access: they leave dispatch as their access starts.
+_POSTED_STORES = tuple(op for op in STORE_OPS if op not in STRUCTURE_OPS)
 _FLAG_SETTERS = ops_of(Trait.SETS_FLAGS)
 #: Loads that write the Z register ``Zt`` with the load/store unit's data.
 _VECTOR_LOADS = (Op.LD1_CONTIGUOUS, Op.LDNT1_CONTIGUOUS, Op.LD1_SIGNED, Op.LD1_REPLICATE,
@@ -352,7 +357,11 @@ class ZaTileEngine(ConfigComponent):
         # written its register (its result may still wait in the load queue) and its own result
         # has room
         d_valid = Signal()
-        d_done = Signal()
+        d_done = Signal()           # the instruction in dispatch completes (not a posted store)
+        posting = Signal()          # it is a store and leaves dispatch as its access starts
+        posted = Signal(range(depth + 1))     # posted stores whose access has not completed
+        posted_completes = Signal()           # the oldest of them completes
+        completes = Signal()        # the oldest incomplete execution-queue instruction completes
         x_head = data.View(x_entry_layout, x_queue.r_data[0])
         issued = x_head.issue
         d_word = issued.word
@@ -361,12 +370,15 @@ class ZaTileEngine(ConfigComponent):
         m.d.comb += [
             load_queue.x_loads_before.eq(x_head.loads_before),
             d_valid.eq((x_queue.level != 0) & load_queue.x_loads_written & x_results.w_rdy),
-            x_queue.r_count.eq(d_done),
+            x_queue.r_count.eq(d_done | posting),
+            completes.eq(d_done | posted_completes),
         ]
-        with m.If(d_done):
+        m.d.sync += posted.eq(posted + posting - posted_completes)
+        with m.If(completes):
             m.d.sync += x_completed.eq(x_completed + 1)
-        m.d.comb += [scoreboard.complete.eq(d_done), scoreboard.x_completed.eq(x_completed),
-                     load_queue.x_completed.eq(x_completed), load_queue.x_completing.eq(d_done)]
+        m.d.comb += [scoreboard.complete.eq(completes), scoreboard.x_completed.eq(x_completed),
+                     load_queue.x_completed.eq(x_completed),
+                     load_queue.x_completing.eq(completes)]
 
         m.d.comb += [decoder.word.eq(d_word), state.decoded.eq(decoder.decoded)]
         decoded = decoder.decoded
@@ -486,7 +498,21 @@ class ZaTileEngine(ConfigComponent):
             m.d.comb += can_complete.eq(vector.result.valid)
         with m.Else():
             m.d.comb += can_complete.eq(~za_hazard)
-        m.d.comb += d_done.eq(d_valid & can_complete)
+        # Posted stores (docs/architecture.md, "Decoupled execution"): a legal store of one
+        # access leaves dispatch when the load/store unit takes it, and completes when the unit
+        # has its answer, in order; later stores may start meanwhile. Every other instruction
+        # completes only when no posted store is in flight, so completions, results and
+        # memory accesses stay in program order.
+        is_posted_store = _one_of(op, _POSTED_STORES)
+        posts = legal & is_posted_store
+        # Room for the result of every posted store and this one, whatever the result port does.
+        result_room = (x_results.level + posted) < (depth - lanes)
+        none_posted = posted == 0
+        m.d.comb += [
+            d_done.eq(d_valid & can_complete & ~posts & none_posted),
+            posting.eq(d_valid & posts & ~za_hazard & result_room & lsu.ready),
+            posted_completes.eq(~none_posted & lsu.done),
+        ]
         execute = d_done & legal
         faulted = is_memory & Mux(is_structure, structure.fault, lsu.fault)
 
@@ -553,12 +579,12 @@ class ZaTileEngine(ConfigComponent):
             structure.svl_mask.eq(svl_mask),
             structure.predicate.eq(governing),
             structure.start.eq(d_valid & legal & is_structure & ~structure.busy
-                               & ~structure.done & ~za_hazard),
+                               & ~structure.done & ~za_hazard & none_posted),
             structure.ack.eq(d_done & is_structure),
             lsu.svl_log2.eq(state.svl_log2),
             lsu.svl_mask.eq(svl_mask),
-            load_queue.start.eq(~x_uses_lsu & load_queue.start_valid & lsu.ready),
-            load_queue.complete.eq(~x_uses_lsu & lsu.done),
+            load_queue.start.eq(~x_uses_lsu & none_posted & load_queue.start_valid & lsu.ready),
+            load_queue.complete.eq(~x_uses_lsu & none_posted & lsu.done),
             load_queue.fault.eq(lsu.fault),
             load_queue.fault_address.eq(lsu.fault_address),
             self.mem_req.valid.eq(lsu.mem_req.valid),
@@ -583,8 +609,10 @@ class ZaTileEngine(ConfigComponent):
                                                   registers.z_read_a.data),
                                               registers.z_read_a.data)))),
                 lsu.start.eq(Mux(is_structure, sequencer.start,
-                                 d_valid & legal & lsu_idle & ~za_hazard)),
-                lsu.ack.eq(Mux(is_structure, sequencer.ack, d_done)),
+                                 Mux(posts, d_valid & ~za_hazard & result_room,
+                                     d_valid & legal & lsu_idle & ~za_hazard))),
+                lsu.ack.eq(Mux(~none_posted, lsu.done,
+                               Mux(is_structure, sequencer.ack, d_done))),
             ]
         with m.Else():
             m.d.comb += [
@@ -657,7 +685,7 @@ class ZaTileEngine(ConfigComponent):
         # ---- outer-product arrays
         zn, zm = registers.z_read_a.data, registers.z_read_b.data
         m.d.comb += [
-            int_array.op.valid.eq(d_valid & legal & is_int & ~int_hazard),
+            int_array.op.valid.eq(d_valid & legal & is_int & ~int_hazard & none_posted),
             int_array.op.payload.kind.as_value().eq(
                 Mux(op == Op.INT_MOPA, IntOpKind.MOPA.value,
                     Mux(flags.vertical, IntOpKind.ADDVA.value, IntOpKind.ADDHA.value))),
@@ -681,7 +709,7 @@ class ZaTileEngine(ConfigComponent):
                         m.d.comb += kind.eq(fp_kind)
             payload = fp_array.op.payload
             m.d.comb += [
-                fp_array.op.valid.eq(d_valid & legal & is_fp & ~fp_hazard),
+                fp_array.op.valid.eq(d_valid & legal & is_fp & ~fp_hazard & none_posted),
                 payload.kind.eq(kind),
                 payload.subtract.eq(flags.subtract),
                 payload.tile.eq(fields.zada),
@@ -705,17 +733,26 @@ class ZaTileEngine(ConfigComponent):
 
         # ---- the result of the instruction, kept until it is the oldest (unless it is already)
         x_result = data.View(ResultLayout, x_results.w_data[0])
+        store_result = Signal(ResultLayout)       # of the oldest posted store as it completes
         m.d.comb += [
-            x_result.status.as_value().eq(Mux(legal & faulted, Status.FAULT.value,
-                                              state.verdict.status.as_value())),
-            x_result.smtc.eq(state.verdict.smtc),
-            x_result.scalar.eq(Mux(is_vector, vector.result.payload.scalar, sve.scalar)),
-            x_result.fault_address.eq(Mux(faulted, Mux(is_structure, structure.fault_address,
-                                                       lsu.fault_address), 0)),
-            x_result.fpsr_reset.eq(state.reset_sve),
-            x_result.nzcv.eq(Mux(is_vector, vector.result.payload.nzcv, sve.nzcv)),
-            x_result.sets_flags.eq(legal & _one_of(op, _FLAG_SETTERS)),
-            x_result.fpsr_flags.eq(Mux(legal & is_vector, vector.result.payload.fpsr_flags, 0)),
+            store_result.status.as_value().eq(Mux(lsu.fault, Status.FAULT.value,
+                                                  Status.OK.value)),
+            store_result.fault_address.eq(Mux(lsu.fault, lsu.fault_address, 0)),
+        ]
+        dispatch_result = Signal(ResultLayout)    # of the instruction in dispatch
+        m.d.comb += x_result.eq(Mux(posted_completes, store_result, dispatch_result))
+        m.d.comb += [
+            dispatch_result.status.as_value().eq(Mux(legal & faulted, Status.FAULT.value,
+                                                     state.verdict.status.as_value())),
+            dispatch_result.smtc.eq(state.verdict.smtc),
+            dispatch_result.scalar.eq(Mux(is_vector, vector.result.payload.scalar, sve.scalar)),
+            dispatch_result.fault_address.eq(
+                Mux(faulted, Mux(is_structure, structure.fault_address, lsu.fault_address), 0)),
+            dispatch_result.fpsr_reset.eq(state.reset_sve),
+            dispatch_result.nzcv.eq(Mux(is_vector, vector.result.payload.nzcv, sve.nzcv)),
+            dispatch_result.sets_flags.eq(legal & _one_of(op, _FLAG_SETTERS)),
+            dispatch_result.fpsr_flags.eq(Mux(legal & is_vector,
+                                              vector.result.payload.fpsr_flags, 0)),
         ]
 
         # ---- results: the oldest instructions whose results are there, in program order, up
@@ -741,7 +778,7 @@ class ZaTileEngine(ConfigComponent):
             # The next execution result is queued, or is the one completing now (it goes
             # straight out then, and is not queued).
             queued = x_results.level > x_taken
-            arriving = d_done & (x_results.level == x_taken)
+            arriving = completes & (x_results.level == x_taken)
             ready = Mux(is_load, load_queue.report_valid.bit_select(loads_taken, 1),
                         queued | arriving)
             in_order = in_order & (order.level > lane) & ready
@@ -761,7 +798,7 @@ class ZaTileEngine(ConfigComponent):
             order.r_count.eq(emitting),
             load_queue.report.eq(loads_taken),
             x_results.r_count.eq(x_dequeued),
-            x_results.w_en.eq(d_done & ~x_bypassed),
+            x_results.w_en.eq(completes & ~x_bypassed),
         ]
         with m.If(result_free):
             m.d.sync += [self.result.valid.eq(emitting != 0),
@@ -787,10 +824,10 @@ class ZaTileEngine(ConfigComponent):
         m.submodules.perf = perf = PerfCounters(config)
         m.d.comb += [
             perf.event.idle.eq(self.idle),
-            perf.event.completed.eq(d_done),
-            perf.event.retired.eq(execute & ~faulted),
+            perf.event.completed.eq(completes),
+            perf.event.retired.eq((execute & ~faulted) | (posted_completes & ~lsu.fault)),
             perf.event.outer_product.eq(d_done & (is_int | is_fp)),
-            perf.event.memory.eq(is_memory),
+            perf.event.memory.eq(is_memory | posted_completes),
             perf.event.loads.eq(loads_taken),
             perf.event.load_faults.eq(load_faults),
             perf.event.double.eq(double),

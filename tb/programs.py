@@ -444,8 +444,9 @@ def decoupled(config: EngineConfig, svl: int, rng: random.Random) -> list[Progra
     alternating between steps), the same without alternating (each load overwrites what the
     previous step's outer products read), and random mixes of loads, stores, outer products and
     register writers over Z0-Z7 and P0-P3, with an occasional load from unmapped memory among
-    outer products; every pause style; and every kind of load right behind an SVCR writer, in
-    its issue transfer."""
+    outer products; runs of back-to-back stores (posted, several in flight), some faulting;
+    every pause style; and every kind of load right behind an SVCR writer, in its issue
+    transfer."""
     svl_bytes = svl // 8
     floats = config.has("F32F32")
     mopa = "fmopa za{t}.s, p0/m, p0/m, z{a}.s, z{b}.s" if floats else \
@@ -483,6 +484,25 @@ def decoupled(config: EngineConfig, svl: int, rng: random.Random) -> list[Progra
     for index, style in enumerate(("none", "light", "heavy", "bursty")):
         programs.append(Program(f"decoupled.mix.{index}", mix(150), state(), lockstep=False,
                                 check_every=False, pauses=style))
+    # Posted stores: runs of back-to-back stores of every one-access kind (several in flight),
+    # some to unmapped memory, between outer products and loads that wait for them.
+    stores = [pattern for pattern in _DECOUPLED_PATTERNS if pattern.startswith(("st", "str"))]
+    others = [pattern for pattern in _DECOUPLED_PATTERNS if not pattern.startswith(("st", "str"))
+              and (floats or not pattern.startswith("fmopa"))]
+
+    def posted_stores(runs: int) -> list[int]:
+        words = []
+        for _ in range(runs):
+            chosen = [rng.choice(stores) for _ in range(rng.randint(2, 6))] + [rng.choice(others)]
+            words += [assemble_line(pattern.format(
+                z=rng.randrange(8), a=rng.randrange(8), b=rng.randrange(8), p=rng.randrange(4),
+                q=rng.randrange(4), t=rng.randrange(4),
+                x=2 if rng.random() < 0.15 else rng.randrange(2))) for pattern in chosen]
+        return words
+
+    for index, style in enumerate(("none", "light", "heavy", "bursty")):
+        programs.append(Program(f"decoupled.posted-stores.{index}", posted_stores(30), state(),
+                                lockstep=False, check_every=False, pauses=style))
     # Every kind of decoupled load right behind an SVCR writer, so that the two share an issue
     # transfer (pauses "none" pairs them) and the load goes to the execution queue; each round
     # loads other registers, and the program ends in streaming mode with ZA on, so that every

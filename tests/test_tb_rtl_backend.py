@@ -164,7 +164,8 @@ def test_bench_rtl_prints_the_deterministic_cycle_figures(capsys):
     """``zatile bench --backend rtl``: the outer-product and slice figures are cycle counts of
     the engine, the same on every run (README, "Measured")."""
     assert cli.main(["bench", "--backend", "rtl", "--svl", "128", "--workloads",
-                 "mopa_rotating_int,mopa_one_tile_fp,slice_loads_aligned", "--json"]) == 0
+                 "mopa_rotating_int,mopa_one_tile_fp,slice_loads_aligned,slice_stores_aligned",
+                 "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)["results"]["128"]
     assert (figures["mopa_rotating_int"]["retired_mopa"],
             figures["mopa_rotating_int"]["busy_cycles"]) == (1000, 1002)
@@ -172,6 +173,9 @@ def test_bench_rtl_prints_the_deterministic_cycle_figures(capsys):
     # Four cycles per slice; the last result leaves as the last slice completes.
     assert (figures["slice_loads_aligned"]["slices_per_beat"],
             figures["slice_loads_aligned"]["busy_cycles"]) == (1.0, 4 * 256)
+    # Stores post (docs/architecture.md): one per cycle, three cycles of fill and drain.
+    assert (figures["slice_stores_aligned"]["slices_per_beat"],
+            figures["slice_stores_aligned"]["busy_cycles"]) == (1.0, 256 + 3)
 
 
 @pytest.mark.parametrize("svl", [128, 256])
