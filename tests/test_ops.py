@@ -574,20 +574,21 @@ def test_bench_gemm_utilization_on_the_rtl(tmp_path, capsys):
                  "--json", "--plot", str(plot)]) == 0
     figures = json.loads(capsys.readouterr().out.splitlines()[-1])
     # Deterministic cycles: 2 x 2 tiles x 8 k steps needed; the kernel issues 4 per 2VL block.
-    assert (figures["mopas"], figures["outer_products"], figures["busy_cycles"]) == (32, 32, 113)
-    assert figures["utilization"] == 32 / 113 and figures["exact"]
+    assert (figures["mopas"], figures["outer_products"], figures["busy_cycles"]) == (32, 32, 68)
+    assert figures["utilization"] == 32 / 68 and figures["exact"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_library_gemm_keeps_the_engine_busy_on_the_rtl():
     """A whole library GEMM, the host running ahead (docs/architecture.md): fp32 16 x 16 x 256
     at SVL 128 is four 2VL x 2VL blocks of 1,024 outer products each, with their loads,
-    predicates and the stores of C: 4,404 busy cycles, 0.93 outer products per cycle; all but
-    the WHILELTs and CNTWs at the start of a block stream."""
+    predicates and the stores of C (posted, one per cycle): 4,224 busy cycles, 0.97 outer
+    products per cycle (0.93 when a store held dispatch for 4 cycles); all but the WHILELTs
+    and CNTWs at the start of a block stream."""
     _need_zig()
     figures = bench_gemm("fp32", 16, 16, 256, 128, "rtl")
-    assert figures["exact"] and (figures["mopas"], figures["busy_cycles"]) == (4096, 4404)
-    assert figures["utilization"] > 0.90
+    assert figures["exact"] and (figures["mopas"], figures["busy_cycles"]) == (4096, 4224)
+    assert figures["utilization"] > 0.95
     assert figures["engine_streamed"] > 0.99 * figures["engine_instructions"]
 
 
