@@ -28,12 +28,12 @@ MRS_X5_TPIDR2 = 0xD53BD0A5      # mrs x5, tpidr2_el0
 MRS_X6_SCTLR = 0xD5381006       # mrs x6, sctlr_el1
 
 
-def make_cpu(words, svl=256):
+def make_cpu(words, svl=256, engine_class=ModelEngine):
     def exit_on_svc(cpu):
         cpu.stop(Stop(StopKind.EXIT, status=cpu.x(0)))
 
     config = EngineConfig(max_svl=svl)
-    cpu = HostCpu(lambda memory: ModelEngine(config, memory), exit_on_svc)
+    cpu = HostCpu(lambda memory: engine_class(config, memory), exit_on_svc)
     cpu.engine.smcr_len = svl // 128 - 1
     cpu.engine.sme_enabled = True
     cpu.map(CODE, 0x1000, PROT_READ | PROT_EXEC)

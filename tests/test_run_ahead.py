@@ -15,43 +15,34 @@ import struct
 import numpy as np
 import pytest
 
+from tests import test_host_cpu as host_cpu_tests
 from tests.deferred_engine import DeferredEngine
 from tests.test_ops import _operands, _same_bits
 from tests.test_real_programs import _need_zig
 from zatile.sim.engine import ModelEngine
 from zatile.sim.footprint import FootprintProbe
-from zatile.sim.host_cpu import (PROT_EXEC, PROT_READ, PROT_WRITE, SIGSEGV, HostCpu, Stop,
-                                 StopKind)
+from zatile.sim.host_cpu import PROT_READ, SIGSEGV, HostCpu, StopKind
+from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
 from zatile.sw.arch.asm import assemble_line
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import FpsrFlag
-from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
 from zatile.sw.arch.engine import StreamError
 from zatile.sw.kernels import library
 from zatile.sw.ops import matmul_reference
 
-CODE, DATA, OTHER, UNMAPPED = 0x10000, 0x20000, 0x30000, 0x50000
-SVC = 0xD4000001                # svc #0
+CODE, DATA = host_cpu_tests.CODE, host_cpu_tests.DATA
+OTHER, UNMAPPED = 0x30000, 0x50000
 LDR_X1_X0 = 0xF9400001          # ldr x1, [x0]
 STR_X3_X0 = 0xF9000003          # str x3, [x0]
 LDR_X7_X6 = 0xF94000C7          # ldr x7, [x6]
 MRS_X2_FPSR = 0xD53B4422        # mrs x2, fpsr
 
 
-def make_cpu(words, engine_class=DeferredEngine, svl=128):
-    def exit_on_svc(cpu):
-        cpu.stop(Stop(StopKind.EXIT, status=cpu.x(0)))
-
-    config = EngineConfig(max_svl=svl)
-    cpu = HostCpu(lambda memory: engine_class(config, memory), exit_on_svc)
-    cpu.engine.smcr_len = svl // 128 - 1
-    cpu.engine.sme_enabled = True
-    cpu.map(CODE, 0x1000, PROT_READ | PROT_EXEC)
-    cpu.map(DATA, 0x1000, PROT_READ | PROT_WRITE)
+def make_cpu(words, engine_class=DeferredEngine):
+    """:func:`tests.test_host_cpu.make_cpu` at SVL 128 on ``engine_class``, with a read-only
+    page at OTHER and X0 = DATA."""
+    cpu = host_cpu_tests.make_cpu(words, svl=128, engine_class=engine_class)
     cpu.map(OTHER, 0x1000, PROT_READ)
-    words = [assemble_line(w) if isinstance(w, str) else w for w in words] + [SVC]
-    cpu.write_memory(CODE, struct.pack(f"<{len(words)}I", *words))
-    cpu.pc = CODE
     cpu.set_x(0, DATA)
     return cpu
 
