@@ -105,29 +105,30 @@ _SMSTART_ZA, _SMSTOP_ZA = assemble_line("smstart za"), assemble_line("smstop za"
 _STR_ZA, _LDR_ZA = assemble_line("str za[w12, 0], [x0]"), assemble_line("ldr za[w12, 0], [x0]")
 
 
+@dataclass(frozen=True)
+class _EngineForm:
+    """What the CPU needs to know of an instruction of the table: its PSTATE class, whether it
+    writes SVCR or memory, and whether it may be streamed (:meth:`Engine.stream`: it returns
+    nothing but FPSR bits, no general register, NZCV or SVCR) and then accesses memory."""
+
+    form: Form
+    writes_svcr: bool
+    stores: bool
+    streamable: bool
+    accesses_memory: bool
+
+
 @lru_cache(maxsize=8192)
-def _engine_form(word: int) -> tuple[str, bool, bool] | None:
-    """(PSTATE class, writes SVCR, stores) of an instruction of the table, None for any other
-    word."""
+def _engine_form(word: int) -> _EngineForm | None:
+    """The :class:`_EngineForm` of an instruction of the table, None for any other word."""
     decoded = decode(word)
     if decoded is None:
         return None
     traits = decoded.form.traits
-    return decoded.form.requires.value, Trait.SVCR_WRITE in traits, Trait.STORE in traits
-
-
-@lru_cache(maxsize=8192)
-def _streamable_form(word: int) -> tuple[Form, bool] | None:
-    """(form, accesses memory) of an instruction a CPU may stream (:meth:`Engine.stream`): one
-    that returns nothing but FPSR bits (no general register, NZCV or SVCR); None for any other
-    word."""
-    decoded = decode(word)
-    if decoded is None or destination_of(word) is not None:
-        return None
-    traits = decoded.form.traits
-    if Trait.SETS_FLAGS in traits or Trait.SVCR_WRITE in traits:
-        return None
-    return decoded.form, bool(traits & {Trait.LOAD, Trait.STORE})
+    writes_svcr = Trait.SVCR_WRITE in traits
+    return _EngineForm(decoded.form, writes_svcr, Trait.STORE in traits,
+                       destination_of(word) is None and Trait.SETS_FLAGS not in traits
+                       and not writes_svcr, bool(traits & {Trait.LOAD, Trait.STORE}))
 
 
 def _hull(bounds: tuple[int, int] | None, span: tuple[int, int]) -> tuple[int, int]:
@@ -761,7 +762,7 @@ class HostCpu:
         if form is None:
             self._signal(SIGILL, pc, f"undefined instruction 0x{word:08x}")
             return
-        kind, writes_svcr, stores = form
+        kind, writes_svcr, stores = form.form.requires.value, form.writes_svcr, form.stores
         engine = self.engine
         if self._v_dirty:
             self._push_v()
@@ -775,7 +776,7 @@ class HostCpu:
         stats.engine_instructions += 1
         stats.engine_by_class[kind] = stats.engine_by_class.get(kind, 0) + 1
         started = time.perf_counter()
-        if engine.streams and self._stream(word, operands):
+        if engine.streams and form.streamable and self._stream(word, form, operands):
             stats.engine_seconds += time.perf_counter() - started
             self.pc = pc + 4
             return
@@ -802,22 +803,18 @@ class HostCpu:
             self._signal(SIGILL, pc, f"engine {result.status.value} (smtc {result.smtc}) "
                                      f"at 0x{pc:x}")
 
-    def _stream(self, word: int, operands) -> bool:
+    def _stream(self, word: int, form: _EngineForm, operands) -> bool:
         """Stream ``word`` to the engine if it will end OK and returns nothing but FPSR bits:
         legal in the engine's configuration and present PSTATE, and every byte it may access
         (:class:`~zatile.sim.footprint.FootprintProbe`) mapped with the permission it needs, as
         a core's address translation would show before it sends the instruction on. Returns
         whether it was streamed; an instruction that may fault or trap is issued and waited
         for instead, so its exception stays precise."""
-        streamable = _streamable_form(word)
-        if streamable is None:
-            return False
-        form, accesses_memory = streamable
         engine = self.engine
         svcr = engine.svcr
-        if admission(engine.config, form, engine.sme_enabled, svcr) is not None:
+        if admission(engine.config, form.form, engine.sme_enabled, svcr) is not None:
             return False
-        if accesses_memory:
+        if form.accesses_memory:
             if self._probe is None:
                 self._probe = FootprintProbe(engine.config)
             spans = self._probe.spans(word, operands, engine.svl)
