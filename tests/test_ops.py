@@ -583,8 +583,8 @@ def test_library_gemm_keeps_the_engine_busy_on_the_rtl():
     """A whole library GEMM, the host running ahead (docs/architecture.md): fp32 16 x 16 x 256
     at SVL 128 is four 2VL x 2VL blocks of 1,024 outer products each, with their loads,
     predicates and the stores of C (posted, one per cycle): 4,224 busy cycles, 0.97 outer
-    products per cycle (0.93 when a store held dispatch for 4 cycles); all but the WHILELTs
-    and CNTWs at the start of a block stream."""
+    products per cycle (0.93 when a store held dispatch for 4 cycles); all but SMSTART/SMSTOP,
+    the CNTWs and the WHILELTs at the start of a block stream."""
     _need_zig()
     figures = bench_gemm("fp32", 16, 16, 256, 128, "rtl")
     assert figures["exact"] and (figures["mopas"], figures["busy_cycles"]) == (4096, 4224)
