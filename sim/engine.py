@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from zatile.sim.model import ReferenceModel
 from zatile.sim.state import ArchState, Memory
 from zatile.sw.arch.config import EngineConfig
-from zatile.sw.arch.constants import MASK64
+from zatile.sw.arch.constants import MASK64, SVCR_ZA
 from zatile.sw.arch.engine import Engine, Result
 from zatile.sw.arch.isa import sources_of
 
@@ -28,7 +30,8 @@ class ModelEngine(Engine):
     Notes
     -----
     The engine comes out of reset with SME access disabled and SMCR.LEN selecting the
-    smallest supported SVL; whoever drives it enables it.
+    smallest supported SVL; whoever drives it enables it. The ZA contexts not selected are
+    parked here (their ZA array and PSTATE.ZA); the model's state holds the selected one.
     """
 
     def __init__(self, config: EngineConfig, memory: Memory | None = None):
@@ -36,6 +39,8 @@ class ModelEngine(Engine):
         state = ArchState(svl=config.min_svl, memory=memory if memory is not None else Memory())
         self._model = ReferenceModel(config, state, sme_enabled=False)
         self._smcr_len = config.min_svl // 128 - 1
+        #: Per context not selected: its ZA (None: zero at the current SVL) and PSTATE.ZA.
+        self._parked: list[tuple[np.ndarray | None, bool]] = [(None, False)] * config.za_contexts
 
     def issue(self, word: int, operands: Sequence[int] = ()) -> Result:
         sources = sources_of(word)
@@ -73,7 +78,17 @@ class ModelEngine(Engine):
     def smcr_len(self, length: int) -> None:
         svl = self._config.effective_svl_for_len(length)
         self._smcr_len = length
+        if svl != self.svl:                 # every context's ZA is zeroed, PSTATE.ZA kept
+            self._parked = [(None, za_on) for _, za_on in self._parked]
         self._model.set_svl(svl)
+
+    def _select_za_context(self, context: int) -> None:
+        state = self._model.state
+        self._parked[self._za_context] = (state.za, bool(state.svcr & SVCR_ZA))
+        za, za_on = self._parked[context]
+        state.za = np.zeros_like(state.za) if za is None else za
+        state.svcr = state.svcr & ~SVCR_ZA | (SVCR_ZA if za_on else 0)
+        self._parked[context] = (None, False)
 
     @property
     def svl(self) -> int:

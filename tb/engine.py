@@ -406,6 +406,9 @@ class RtlEngine(Engine):
             self.sm_changes += 1
         return to_model_result(word, rtl)
 
+    def _select_za_context(self, context: int) -> None:
+        self._set_inputs(za_context=context)
+
     @property
     def sme_enabled(self) -> bool:
         return self._sme_enabled

@@ -162,6 +162,9 @@ class RecordingEngine(Engine):
                     lambda self, value: setattr(self.inner, "fpsr", value))
     svcr = property(lambda self: self.inner.svcr)
 
+    def _select_za_context(self, context):
+        self.inner.za_context = context
+
     def read_memory(self, address, length):
         return self.inner.read_memory(address, length)
 

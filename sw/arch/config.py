@@ -14,11 +14,14 @@ __all__ = [
     "FEATURES",
     "ISSUE_LANES",
     "SVL_CHOICES",
+    "MAX_ZA_CONTEXTS",
     "EngineConfig",
 ]
 
 #: Every streaming vector length the architecture allows, in bits.
 SVL_CHOICES: tuple[int, ...] = (128, 256, 512, 1024, 2048)
+#: The most physical ZA contexts an engine may have (``EngineConfig.za_contexts``).
+MAX_ZA_CONTEXTS = 16
 
 #: Optional SME features, named as in ID_AA64SMFR0_EL1 (docs/isa.md, "ID registers").
 FEATURES: tuple[str, ...] = ("I8I32", "I16I64", "F32F32", "F64F64", "F16F32", "B16F32")
@@ -111,8 +114,9 @@ class EngineConfig:
             raise ValueError(
                 f"memory data width must be a power of two between 64 and max_svl="
                 f"{self.max_svl} bits, not {width!r}")
-        if not isinstance(self.za_contexts, int) or not 1 <= self.za_contexts <= 16:
-            raise ValueError(f"za_contexts must be between 1 and 16, not {self.za_contexts!r}")
+        if not isinstance(self.za_contexts, int) or not 1 <= self.za_contexts <= MAX_ZA_CONTEXTS:
+            raise ValueError(f"za_contexts must be between 1 and {MAX_ZA_CONTEXTS}, "
+                             f"not {self.za_contexts!r}")
         depth = self.queue_depth
         if not isinstance(depth, int) or not ISSUE_LANES <= depth <= 64 or depth & (depth - 1):
             raise ValueError(f"queue_depth must be a power of two from {ISSUE_LANES} to 64, "

@@ -12,6 +12,9 @@ An SME engine, as a CPU sees it, is an **issue port** and a handful of **control
   instruction traps with SMTC 0 and changes nothing), :attr:`Engine.smcr_len` (SMCR_EL1.LEN)
   and the effective :attr:`Engine.svl` it selects, :attr:`Engine.fpcr` / :attr:`Engine.fpsr`,
   a read-only :attr:`Engine.svcr`, and :attr:`Engine.id_aa64smfr0`.
+* :attr:`Engine.za_context` selects one of the ``config.za_contexts`` physical ZA contexts
+  (a ZA array with its own PSTATE.ZA; PSTATE.SM, Z, P, FPSR and FPCR are shared): the kernel's
+  virtual ZA contexts (docs/abi.md, "Virtual ZA contexts") keep several threads' ZA resident.
 * :meth:`Engine.read_memory` / :meth:`Engine.write_memory` go through the same memory port
   as the engine's loads and stores.
 * **Run-ahead** (docs/architecture.md, "The host runs ahead"): an engine whose
@@ -101,6 +104,7 @@ class Engine(ABC):
     def __init__(self, config: EngineConfig):
         self._config = config
         self._streamed_fpsr = 0
+        self._za_context = 0
 
     @property
     def config(self) -> EngineConfig:
@@ -166,6 +170,35 @@ class Engine(ABC):
         """
         flags, self._streamed_fpsr = self._streamed_fpsr, 0
         return flags
+
+    @property
+    def za_context(self) -> int:
+        """The physical ZA context instructions act on, 0 to ``config.za_contexts`` - 1 (0 out
+        of reset).
+
+        Each context is a ZA array and its PSTATE.ZA (the ZA bit of :attr:`svcr`); the others
+        keep theirs unchanged while one is selected. A change of the effective SVL zeroes every
+        context's ZA and keeps their PSTATE.ZA. Select only with nothing streamed.
+
+        Raises
+        ------
+        ValueError
+            If the context does not exist.
+        """
+        return self._za_context
+
+    @za_context.setter
+    def za_context(self, context: int) -> None:
+        if not isinstance(context, int) or not 0 <= context < self._config.za_contexts:
+            raise ValueError(f"ZA context {context!r} does not exist (the engine has "
+                             f"{self._config.za_contexts})")
+        if context != self._za_context:
+            self._select_za_context(context)
+            self._za_context = context
+
+    @abstractmethod
+    def _select_za_context(self, context: int) -> None:
+        """Make ``context`` (another existing one) the one instructions act on."""
 
     @property
     @abstractmethod
