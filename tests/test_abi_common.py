@@ -8,6 +8,7 @@ framework (``testcases.c``) to every frame a test captures.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from zatile.sw.abi import constants as c
 from zatile.sw.abi import libc
@@ -22,7 +23,7 @@ from zatile.sw.abi.sigframe import ContextRecord, frame_records
 from zatile.sw.arch.config import EngineConfig
 from zatile.sim.engine import ModelEngine
 
-__all__ = ["SVLS", "DATA_BASE", "use_engine", "new_kernel", "run_to_completion", "pattern",
+__all__ = ["SVLS", "DATA_BASE", "use_engine", "physical_za_contexts", "new_kernel", "run_to_completion", "pattern",
            "load_za",
            "store_za", "load_z_p", "store_z_p", "z_p_bytes", "set_vl", "install_handler",
            "exit_", "FrameCapture", "validate_frame", "start"]
@@ -36,18 +37,31 @@ SVLS = (128, 256, 512)
 _engine_class = ModelEngine
 #: The largest SVL of the engine ``new_kernel`` makes when the test does not name one.
 _default_max_svl = 512
+#: The physical ZA contexts of the engines ``new_kernel`` makes.
+_za_contexts = 1
 
 
-def use_engine(engine_class, default_max_svl: int = 512) -> None:
+def use_engine(engine_class, default_max_svl: int = 512, za_contexts: int = 1) -> None:
     """Make ``new_kernel`` build its kernels on ``engine_class(config, memory)``, with
-    ``default_max_svl`` when the test does not name the engine's largest SVL."""
-    global _engine_class, _default_max_svl
-    _engine_class, _default_max_svl = engine_class, default_max_svl
+    ``default_max_svl`` when the test does not name the engine's largest SVL, and
+    ``za_contexts`` physical ZA contexts."""
+    global _engine_class, _default_max_svl, _za_contexts
+    _engine_class, _default_max_svl, _za_contexts = engine_class, default_max_svl, za_contexts
+
+
+@pytest.fixture(params=[1, 2, 4], ids=lambda count: f"za_contexts={count}")
+def physical_za_contexts(request):
+    """Run a test with kernels on engines of 1, 2 and 4 physical ZA contexts (the kernel keeps
+    threads' ZA resident in them: every ABI rule must hold with each)."""
+    global _za_contexts
+    saved, _za_contexts = _za_contexts, request.param
+    yield request.param
+    _za_contexts = saved
 
 
 def new_kernel(max_svl: int | None = None, **kwargs) -> Kernel:
-    return Kernel(EngineConfig(max_svl=max_svl or _default_max_svl), engine_class=_engine_class,
-                  **kwargs)
+    return Kernel(EngineConfig(max_svl=max_svl or _default_max_svl, za_contexts=_za_contexts),
+                  engine_class=_engine_class, **kwargs)
 
 
 def run_to_completion(kernel: Kernel, max_steps: int = 200_000, **kwargs) -> None:

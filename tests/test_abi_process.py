@@ -22,9 +22,12 @@ from zatile.sw.abi.mm import KERNEL_BASE
 from zatile.sw.abi.program import Call, Executable, Mov, Mrs, Msr, Syscall
 from zatile.sw.arch.config import EngineConfig
 from test_abi_common import (
-    DATA_BASE, SVLS, exit_, load_za, new_kernel, pattern, run_to_completion, set_vl, start,
-    store_za,
+    DATA_BASE, SVLS, exit_, load_za, new_kernel, pattern, physical_za_contexts, run_to_completion,
+    set_vl, start, store_za,
 )
+
+#: Every test here runs with 1, 2 and 4 physical ZA contexts.
+pytestmark = pytest.mark.usefixtures("physical_za_contexts")
 
 
 def report(key: str):
@@ -592,19 +595,24 @@ def steady_state_cost(svl: int, svcrs: tuple[int, int]) -> tuple[float, float]:
 
 @pytest.mark.parametrize("svl", [128, 512])
 @pytest.mark.parametrize("svcr", [0, c.SVCR_ZA_MASK, c.SVCR_SM_MASK | c.SVCR_ZA_MASK])
-def test_context_switch_cost(svl, svcr):
+def test_context_switch_cost(svl, svcr, physical_za_contexts):
     """Per switch: save = MRS SVCR + (SM: 32 STR Z + 16 STR P) + (ZA: one STR ZA per row);
-    restore = the mirror-image loads (no SMSTART/SMSTOP: both threads have the same SVCR)."""
+    restore = the mirror-image loads (no SMSTART/SMSTOP: both threads have the same SVCR).
+    With two physical ZA contexts or more, both threads' ZA stays resident: no ZA row moves."""
     svl_b = svl // 8
-    data = 48 * bool(svcr & c.SVCR_SM_MASK) + svl_b * bool(svcr & c.SVCR_ZA_MASK)
+    za_rows = svl_b * bool(svcr & c.SVCR_ZA_MASK) if physical_za_contexts == 1 else 0
+    data = 48 * bool(svcr & c.SVCR_SM_MASK) + za_rows
     assert steady_state_cost(svl, (svcr, svcr)) == (1 + data, data)
 
 
-def test_context_switch_cost_with_different_modes():
-    """Against a thread with SME off, each restore also toggles SM and ZA (2 instructions)."""
+def test_context_switch_cost_with_different_modes(physical_za_contexts):
+    """Against a thread with SME off, each restore also toggles SM and, when the threads share
+    one physical ZA context, ZA (SMSTOP ZA, or SMSTART ZA and the rows)."""
     save, restore = steady_state_cost(128, (c.SVCR_SM_MASK | c.SVCR_ZA_MASK, 0))
-    assert save == (1 + (1 + 48 + 16)) / 2
-    assert restore == (2 + (2 + 48 + 16)) / 2
+    if physical_za_contexts == 1:
+        assert (save, restore) == ((1 + (1 + 48 + 16)) / 2, (2 + (2 + 48 + 16)) / 2)
+    else:
+        assert (save, restore) == ((1 + (1 + 48)) / 2, (1 + (1 + 48)) / 2)
 
 
 # --------------------------------------------------------------------------------- hwcap

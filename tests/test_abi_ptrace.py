@@ -21,9 +21,12 @@ from zatile.sw.abi.layouts import (
 )
 from zatile.sw.abi.program import Call, Executable, Mov, Mrs, Msr
 from test_abi_common import (
-    DATA_BASE, exit_, load_z_p, load_za, new_kernel, pattern, run_to_completion, set_vl, start,
-    store_z_p, store_za, z_p_bytes,
+    DATA_BASE, exit_, load_z_p, load_za, new_kernel, pattern, physical_za_contexts,
+    run_to_completion, set_vl, start, store_z_p, store_za, z_p_bytes,
 )
+
+#: Every test here runs with 1, 2 and 4 physical ZA contexts.
+pytestmark = pytest.mark.usefixtures("physical_za_contexts")
 
 ZA_IN, ZP_IN = DATA_BASE, DATA_BASE + 0x10000
 ZA_OUT, ZP_OUT = DATA_BASE + 0x20000, DATA_BASE + 0x30000

@@ -24,9 +24,12 @@ from zatile.sw.abi.mm import STACK_TOP
 from zatile.sw.abi.program import Brk, Call, Executable, Mov, Mrs, Msr, Ret, Syscall
 from zatile.sw.abi.sigframe import frame_records
 from test_abi_common import (
-    DATA_BASE, SVLS, FrameCapture, exit_, install_handler, load_z_p, load_za, new_kernel,
-    pattern, run_to_completion, set_vl, start, store_z_p, store_za, z_p_bytes,
+    DATA_BASE, SVLS, FrameCapture, exit_, install_handler, load_z_p, load_za, new_kernel, pattern,
+    physical_za_contexts, run_to_completion, set_vl, start, store_z_p, store_za, z_p_bytes,
 )
+
+#: Every test here runs with 1, 2 and 4 physical ZA contexts.
+pytestmark = pytest.mark.usefixtures("physical_za_contexts")
 
 ZA_DATA = DATA_BASE
 ZA_CHECK = DATA_BASE + 0x10000

@@ -25,9 +25,12 @@ from zatile.sw.abi.layouts import (
 )
 from zatile.sw.abi.program import Call, Executable, Mov, Msr, Ret, Syscall
 from test_abi_common import (
-    DATA_BASE, exit_, load_z_p, load_za, new_kernel, pattern, set_vl, store_z_p, store_za,
-    z_p_bytes,
+    DATA_BASE, exit_, load_z_p, load_za, new_kernel, pattern, physical_za_contexts, set_vl,
+    store_z_p, store_za, z_p_bytes,
 )
+
+#: Every test here runs with 1, 2 and 4 physical ZA contexts.
+pytestmark = pytest.mark.usefixtures("physical_za_contexts")
 
 ZA_IN, ZP_IN, ZA_OUT, ZP_OUT = DATA_BASE, DATA_BASE + 0x4000, DATA_BASE + 0x8000, \
     DATA_BASE + 0xC000

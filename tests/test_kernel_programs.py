@@ -33,7 +33,7 @@ from elftools.elf.elffile import ELFFile
 from test_abi_common import DATA_BASE, load_za, pattern, store_za
 from tests.test_real_programs import FORK_OUTPUT, THREADS_OUTPUT, build, run_model
 from zatile.sw.abi import constants as c
-from zatile.sw.abi import engine_context
+from zatile.sw.abi import engine_context, za_contexts
 from zatile.sw.abi.elf_process import GUEST_MEMORY_LIMIT, load_elf_image
 from zatile.sw.abi.kernel import Kernel
 from zatile.sw.abi.program import Call, Executable, Syscall
@@ -87,7 +87,7 @@ def test_a_wrong_za_restore_is_caught_by_the_programs(monkeypatch):
     skipped = []
 
     def skip_last_row(self, word, **operands):
-        if word == engine_context._LDR_ZA and operands["rv"] == 0:
+        if word == za_contexts._LDR_ZA and operands["rv"] == 0:
             skipped.append(self.current.tid)
             return None
         return kissue(self, word, **operands)

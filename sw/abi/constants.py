@@ -37,6 +37,13 @@ PR_SVE_SET_VL = 50
 PR_SVE_GET_VL = 51
 PR_SME_SET_VL = 63
 PR_SME_GET_VL = 64
+# Virtual ZA contexts: prctl options of zatile's own, not Linux's (docs/abi.md, "Virtual ZA
+# contexts"); "ZA" in the high half keeps them clear of Linux's numbers (which end below 100).
+PR_ZATILE_ZA_OPEN = 0x5A41_0001
+PR_ZATILE_ZA_SELECT = 0x5A41_0002
+PR_ZATILE_ZA_CLOSE = 0x5A41_0003
+#: The most virtual ZA contexts a thread may have open besides its own (then -ENOSPC).
+ZA_CONTEXTS_PER_THREAD = 64
 PR_SME_VL_LEN_MASK = 0xFFFF
 PR_SME_VL_INHERIT = 1 << 17
 PR_SME_SET_VL_ONEXEC = 1 << 18
@@ -218,10 +225,12 @@ ECHILD = 10
 EAGAIN = 11
 EACCES = 13
 EFAULT = 14
+EBUSY = 16
 ENOTDIR = 20
 ENOMEM = 12
 EINVAL = 22
 ENOTTY = 25
+ENOSPC = 28
 ESPIPE = 29
 ENAMETOOLONG = 36
 ENOSYS = 38

@@ -22,8 +22,6 @@ __all__ = ["EngineContextMixin", "IllegalInstruction", "EngineProtocolError"]
 # The engine instructions of the save/restore sequences.
 _MRS_SVCR = assemble_line("mrs x0, svcr")
 _SMSTART_SM, _SMSTOP_SM = assemble_line("smstart sm"), assemble_line("smstop sm")
-_SMSTART_ZA, _SMSTOP_ZA = assemble_line("smstart za"), assemble_line("smstop za")
-_STR_ZA, _LDR_ZA = assemble_line("str za[w12, 0], [x0]"), assemble_line("ldr za[w12, 0], [x0]")
 _STR_Z = tuple(assemble_line(f"str z{n}, [x0]") for n in range(32))
 _LDR_Z = tuple(assemble_line(f"ldr z{n}, [x0]") for n in range(32))
 _STR_P = tuple(assemble_line(f"str p{n}, [x0]") for n in range(16))
@@ -61,7 +59,8 @@ class EngineContextMixin:
         return result
 
     def _engine_save(self, thread: Thread) -> None:
-        """Store the engine's copy of ``thread``'s state into its save areas (engine stays on)."""
+        """Store the engine's copy of ``thread``'s SVCR, Z/P and FPSR/FPCR into its save areas
+        (the engine stays on; ZA stays resident: :mod:`~zatile.sw.abi.za_contexts`)."""
         fp = thread.fp
         svl_bytes = fp.sme_vl
         count = 1
@@ -78,19 +77,17 @@ class EngineContextMixin:
             count += 48
         else:
             fp.fp_type = FpType.FPSIMD
-        if fp.svcr & c.SVCR_ZA_MASK:
-            for row in range(svl_bytes):
-                self._kissue(_STR_ZA, rv=row, rn=fp.sme_state + row * svl_bytes)
-            count += svl_bytes
-            self.stats.za_bytes_saved += svl_bytes * svl_bytes
         fp.fpsr, fp.fpcr = self.engine.fpsr, self.engine.fpcr
         self.stats.saves += 1
         self.stats.save_instructions += count
 
     def _engine_restore(self, thread: Thread) -> None:
-        """Load ``thread``'s saved state into the engine (SME access already enabled)."""
+        """Load ``thread``'s saved SVL, PSTATE.SM and Z/P into the engine (SME access already
+        enabled; ZA is bound by the caller)."""
         fp = thread.fp
         svl_bytes = fp.sme_vl
+        if self.engine.svl != 8 * svl_bytes:
+            self._za_evict_all()            # a change of SVL zeroes every physical context
         self.engine.smcr_len = sve_vq_from_vl(svl_bytes) - 1
         if self.engine.svl != 8 * svl_bytes:
             raise EngineProtocolError(f"engine selected SVL {self.engine.svl} for a "
@@ -100,9 +97,6 @@ class EngineContextMixin:
         if differing & c.SVCR_SM_MASK:
             self._kissue(_SMSTART_SM if fp.svcr & c.SVCR_SM_MASK else _SMSTOP_SM)
             count += 1
-        if differing & c.SVCR_ZA_MASK:
-            self._kissue(_SMSTART_ZA if fp.svcr & c.SVCR_ZA_MASK else _SMSTOP_ZA)
-            count += 1
         if fp.svcr & c.SVCR_SM_MASK:
             for n in range(32):
                 self._kissue(_LDR_Z[n], rn=fp.sve_state + n * svl_bytes)
@@ -110,11 +104,6 @@ class EngineContextMixin:
             for n in range(16):
                 self._kissue(_LDR_P[n], rn=predicates + n * (svl_bytes // 8))
             count += 48
-        if fp.svcr & c.SVCR_ZA_MASK:
-            for row in range(svl_bytes):
-                self._kissue(_LDR_ZA, rv=row, rn=fp.sme_state + row * svl_bytes)
-            count += svl_bytes
-            self.stats.za_bytes_restored += svl_bytes * svl_bytes
         self.stats.restores += 1
         self.stats.restore_instructions += count
 
@@ -126,22 +115,27 @@ class EngineContextMixin:
         else:
             self._engine_restore(thread)
             self._holder = thread
+        self._za_bind(thread)
         self.engine.fpsr, self.engine.fpcr = thread.fp.fpsr, thread.fp.fpcr
         self._live = True
 
     def _preserve(self, thread: Thread) -> None:
-        """``fpsimd_preserve_current_state``: make the saved state current, keep it live."""
+        """``fpsimd_preserve_current_state``: make the saved state current, keep it live (and
+        its ZA resident)."""
         if self._live and self._holder is thread:
             self._engine_save(thread)
+        self._za_writeback(thread)
 
     def _flush(self, thread: Thread) -> None:
-        """Save ``thread``'s live state and forget the engine's copy (it is about to change)."""
+        """Save ``thread``'s live state and forget the engine's copy (it is about to change):
+        its virtual ZA contexts are stored and leave the engine too."""
         if self._live and self._holder is thread:
             self._engine_save(thread)
             self._live = False
             self.engine.sme_enabled = False
         if self._holder is thread:
             self._holder = None
+        self._za_evict_thread(thread)
 
     def _track_svcr(self, thread: Thread) -> None:
         """After an SVCR write by ``thread``: a PSTATE.SM change zeroed Z, hence V."""

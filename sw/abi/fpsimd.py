@@ -77,12 +77,27 @@ class FpsimdOps:
         return fp.sme_state is not None
 
     def free_buffers(self, fp: FpState) -> None:
-        """Release both save areas."""
+        """Release both save areas and the parked virtual ZA contexts' (which are closed)."""
         for name in ("sve_state", "sme_state"):
             address = getattr(fp, name)
             if address is not None:
                 self.heap.free(address)
                 setattr(fp, name, None)
+        for parked in fp.za_parked.values():
+            self.heap.free(parked.state)
+        fp.za_parked.clear()
+
+    def _alloc_all(self, sizes: list[int]) -> list[int] | None:
+        """One zeroed buffer per size, or None (and nothing allocated) if one does not fit."""
+        buffers = []
+        for size in sizes:
+            address = self.heap.alloc(size)
+            if address is None:
+                for allocated in buffers:
+                    self.heap.free(allocated)
+                return None
+            buffers.append(address)
+        return buffers
 
     def _zero(self, address: int, length: int) -> None:
         self.kernel_memory.write(address, bytes(length))
@@ -160,17 +175,21 @@ class FpsimdOps:
     def change_live_vector_length(self, thread: Thread, vl: int) -> int:
         """``change_live_vector_length`` for SME: ZA dropped, SM and V preserved.
 
+        The ZA of every virtual ZA context of the thread is dropped too (each gets a zeroed
+        save area of the new size).
         See docs/abi.md, "Live vector-length changes".
         """
         fp = thread.fp
         new_vq = sve_vq_from_vl(vl)
-        sve_state = self.heap.alloc(sve_sig_regs_size(new_vq))
-        sme_state = self.heap.alloc(za_sig_regs_size(new_vq)) if sve_state is not None else None
-        if sve_state is None or sme_state is None:
-            if sve_state is not None:
-                self.heap.free(sve_state)
+        buffers = self._alloc_all([sve_sig_regs_size(new_vq)]
+                                  + [za_sig_regs_size(new_vq)] * (1 + len(fp.za_parked)))
+        if buffers is None:
             return -c.ENOMEM
+        sve_state, sme_state, *parked_states = buffers
         self.flush(thread)
+        for parked, state in zip(fp.za_parked.values(), parked_states):
+            self.heap.free(parked.state)
+            parked.state, parked.za = state, False
         self.sync_from_effective_state(fp)
         fp.sme_vl = vl
         if fp.sve_state is not None:

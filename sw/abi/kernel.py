@@ -22,31 +22,36 @@ would add a layer without separating anything.
 
 Where a thread's SME state lives
 --------------------------------
-The engine holds the registers of at most one thread, ``holder``; the others' state is in
-their :class:`~sw.abi.task.FpState` and kernel-heap buffers. The policy is Linux's: *eager
-save, lazy restore*.
+The engine holds the Z/P registers of at most one thread, ``holder``, and the ZA of as many
+virtual ZA contexts as it has physical ones (:mod:`~zatile.sw.abi.za_contexts`); the rest is
+in the threads' :class:`~sw.abi.task.FpState` and kernel-heap buffers. The policy is Linux's
+*eager save, lazy restore* for SVCR, Z/P and FPSR/FPCR, and *lazy save* for ZA.
 
 * **Switch out** (and whenever the kernel needs the saved state: signal delivery, sigreturn,
   fork, VL change, core dump): if the outgoing thread is live on the engine, its state is
   stored **by the engine's own instructions** issued at EL1 — ``MRS SVCR``; with SM=1
-  ``STR Z0-Z31`` and ``STR P0-P15`` into ``sve_state``; with ZA=1 one ``STR ZA[Wv, 0]`` per
-  row into ``sme_state`` — plus FPSR/FPCR through the control registers. Then SME access is
-  disabled (``Engine.sme_enabled = False``).
+  ``STR Z0-Z31`` and ``STR P0-P15`` into ``sve_state`` — plus FPSR/FPCR through the control
+  registers. Then SME access is disabled (``Engine.sme_enabled = False``). ZA stays in its
+  physical context; it is stored (one ``STR ZA[Wv, 0]`` per row into ``sme_state``) when that
+  context is needed for another thread's, or when the kernel needs the saved state.
 * **Switch in** does nothing to the engine. The thread's first engine instruction traps with
   SMTC 0 (the engine's SME-disable trap). The trap handler — ``do_sme_acc`` — allocates the
   buffers on a thread's very first use, and otherwise *restores*: SMCR.LEN, ``SMSTART``/
-  ``SMSTOP`` of SM and ZA as needed (each transition zeroes what it covers), ``LDR Z``/``LDR P``
-  when SM=1, ``LDR ZA`` rows when ZA=1, FPSR/FPCR; then it enables SME and the instruction is
-  re-executed. If the engine still holds exactly this thread's state (no other thread used
-  it and the kernel changed nothing since the save: ``fpsimd_last_state``), the restore is
-  skipped and only the enable is done.
+  ``SMSTOP`` of SM as needed (a transition zeroes Z/P), ``LDR Z``/``LDR P`` when SM=1,
+  FPSR/FPCR; then it selects the physical ZA context holding the thread's ZA, or loads it into
+  the least recently used one (``SMSTART``/``SMSTOP`` ZA, ``LDR ZA`` rows when ZA=1); then it
+  enables SME and the instruction is re-executed. If the engine still holds exactly this
+  thread's Z/P (no other thread used it and the kernel changed nothing since the save:
+  ``fpsimd_last_state``), their restore is skipped.
 
 Why: a thread that does not touch SME during its slice costs no engine instructions, a
-thread switching back to itself costs no restore, and the trap is the hardware's own
-mechanism, so it needs nothing from the engine beyond its architectural interface. Isolation
-holds because the engine is disabled whenever the current thread is not its holder, every
-restore overwrites all state the thread can reach (Z/P when SM=1, all ZA rows when ZA=1) and
-turns off what it cannot (an SM or ZA 0→1 transition by the thread zeroes the storage), the
+thread switching back to itself costs no restore, a thread whose ZA stayed resident costs no
+ZA traffic, and the trap is the hardware's own mechanism, so it needs nothing from the engine
+beyond its architectural interface (and the ZA context selector). Isolation holds because the
+engine is disabled whenever the current thread is not its holder, every restore overwrites
+all state the thread can reach (Z/P when SM=1, all ZA rows of a context it loads with ZA=1, a
+physical context holding nothing else of the thread's is never selected for it) and turns off
+what it cannot (an SM or ZA 0→1 transition by the thread zeroes the storage), the
 engine keeps no general-register state between instructions (a contract of
 :meth:`~sw.driver.Engine.issue`), and the save areas are in kernel memory that EL0 engine
 accesses cannot reach (:class:`~sw.abi.mm.SystemBus`).
@@ -93,6 +98,7 @@ from zatile.sw.abi.regsets import RegsetView
 from zatile.sw.abi.sigframe import TASK_SIZE, minimum_signal_stack_size
 from zatile.sw.abi.signals import SignalsMixin
 from zatile.sw.abi.task import Process, Thread, ThreadState
+from zatile.sw.abi.za_contexts import ZaContextsMixin
 from zatile.sw.arch.config import EngineConfig
 from zatile.sim.engine import ModelEngine
 from zatile.sw.arch.constants import MASK64
@@ -116,9 +122,17 @@ class KernelStats:
     signals_delivered: int = 0
     #: Host-CPU threads stopped because their quantum of host instructions ran out.
     preemptions: int = 0
-    #: Bytes of ZA the save and restore sequences moved.
+    #: Bytes of ZA the kernel stored from the engine and loaded into it.
     za_bytes_saved: int = 0
     za_bytes_restored: int = 0
+    #: Virtual ZA contexts loaded into a physical one, and stored out of one to make room (or
+    #: because the kernel needed the save area: signals, fork, VL changes).
+    za_loads: int = 0
+    za_evictions: int = 0
+    #: Binds and selections that found the virtual context resident (no ZA moved).
+    za_resident_hits: int = 0
+    #: ``PR_ZATILE_ZA_SELECT`` calls that changed the selection.
+    za_selects: int = 0
 
 
 class UserContext:
@@ -237,8 +251,8 @@ class UserContext:
         return result - (1 << 64) if result >> 63 else result
 
 
-class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, PtraceMixin,
-             CoreDumpsMixin, HostTasksMixin):
+class Kernel(EngineContextMixin, ZaContextsMixin, SignalsMixin, ProcessesMixin, ProcfsMixin,
+             PtraceMixin, CoreDumpsMixin, HostTasksMixin):
     """A single-CPU arm64 Linux (≥ 6.16) as far as SME is concerned, driving one engine.
 
     Parameters
@@ -283,6 +297,7 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
         self.current: Thread | None = None
         self._holder: Thread | None = None
         self._live = False
+        self._init_za_contexts()
         self._next_id = 1
         self._last_picked = 0
         self._syscalls = {
@@ -508,7 +523,9 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
     # ------------------------------------------------------------------------- prctl
     def prctl(self, thread: Thread, option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0,
               arg5: int = 0) -> int:
-        """PR_SME_SET_VL / PR_SME_GET_VL (docs/abi.md, "prctl"); PR_SVE_* are -EINVAL (no SVE)."""
+        """PR_SME_SET_VL / PR_SME_GET_VL (docs/abi.md, "prctl"), and zatile's virtual ZA
+        contexts (``PR_ZATILE_ZA_*``, docs/abi.md "Virtual ZA contexts"); PR_SVE_* are -EINVAL
+        (no SVE)."""
         self._syscall_entry(thread)
         fp = thread.fp
         if option == c.PR_SME_SET_VL:
@@ -521,6 +538,8 @@ class Kernel(EngineContextMixin, SignalsMixin, ProcessesMixin, ProcfsMixin, Ptra
             return status | (c.PR_SME_VL_INHERIT if fp.sme_vl_inherit else 0)
         if option == c.PR_SME_GET_VL:
             return fp.sme_vl | (c.PR_SME_VL_INHERIT if fp.sme_vl_inherit else 0)
+        if option in (c.PR_ZATILE_ZA_OPEN, c.PR_ZATILE_ZA_SELECT, c.PR_ZATILE_ZA_CLOSE):
+            return self._za_prctl(thread, option, arg2, arg3, arg4, arg5)
         return -c.EINVAL
 
     # ----------------------------------------------------------------------- signals

@@ -17,7 +17,7 @@ from zatile.sw.abi.kernel import UserContext
 from zatile.sw.abi.layouts import Iovec, KernelSigaction, round_up
 
 __all__ = ["stack_buffer", "sigaction", "sigprocmask", "kill", "raise_signal", "ptrace",
-           "getregset", "setregset", "execve", "prctl"]
+           "getregset", "setregset", "execve", "prctl", "za_open", "za_select", "za_close"]
 
 
 @contextmanager
@@ -103,3 +103,21 @@ def execve(context: UserContext, path: str) -> int:
         # Still the old image: give the stack space back. (On success SP is the new image's.)
         context.sp = saved
     return result
+
+
+# ------------------------------------------------- virtual ZA contexts (zatile_za.h's API)
+def za_open(context: UserContext) -> int:
+    """``zatile_za_open()``: a new private ZA context of the thread (its selector, >= 1), or a
+    negative errno (docs/abi.md, "Virtual ZA contexts")."""
+    return context.syscall(c.NR_PRCTL, c.PR_ZATILE_ZA_OPEN, 0, 0, 0, 0)
+
+
+def za_select(context: UserContext, selector: int) -> int:
+    """``zatile_za_select(selector)``: the previously selected selector, or a negative errno."""
+    return context.syscall(c.NR_PRCTL, c.PR_ZATILE_ZA_SELECT, selector, 0, 0, 0)
+
+
+def za_close(context: UserContext, selector: int) -> int:
+    """``zatile_za_close(selector)``: 0, or a negative errno."""
+    return context.syscall(c.NR_PRCTL, c.PR_ZATILE_ZA_CLOSE, selector, 0, 0, 0)
+

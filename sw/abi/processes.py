@@ -16,7 +16,7 @@ from zatile.sw.abi import constants as c
 from zatile.sw.abi.layouts import round_up
 from zatile.sw.abi.mm import DATA_BASE, STACK_TOP, TEXT_BASE, VDSO_BASE, AddressSpace
 from zatile.sw.abi.program import Executable, Mov, Svc, Symbol, Syscall
-from zatile.sw.abi.task import CpuContext, FpState, Process, SignalHandlers, Thread, ThreadState
+from zatile.sw.abi.task import CpuContext, FpState, ParkedZa, Process, SignalHandlers, Thread, ThreadState
 
 __all__ = ["ProcessesMixin"]
 
@@ -128,6 +128,7 @@ class ProcessesMixin:
             if self._live:
                 self._live = False
                 self.engine.sme_enabled = False
+        self._za_forget(thread)
         self.ops.free_buffers(thread.fp)
         thread.state = ThreadState.EXITED
         thread.tracer = None
@@ -150,6 +151,28 @@ class ProcessesMixin:
             self._exit_thread(member)
         thread.process.exit_code = status & 0xFF
         return 0
+
+    def _copy_za_contexts(self, parent: FpState, child: FpState) -> bool:
+        """A forked child's copy of the parent's ZA: the selected context's (when on) and every
+        virtual ZA context's (docs/abi.md, "Virtual ZA contexts"). False: no memory."""
+        ops, size = self.ops, self.ops.sme_state_size(parent)
+        child.sve_state = self.heap.alloc(ops.sve_state_size(parent))
+        child.sme_state = self.heap.alloc(size)
+        if child.sve_state is None or child.sme_state is None:
+            ops.free_buffers(child)
+            return False
+        child.tif_sme = True
+        child.svcr |= parent.svcr & c.SVCR_ZA_MASK
+        child.za_selector, child.za_next_selector = parent.za_selector, parent.za_next_selector
+        ops.write_kernel(child.sme_state, ops.read_kernel(parent.sme_state, size))
+        for selector, parked in parent.za_parked.items():
+            state = self.heap.alloc(size)
+            if state is None:
+                ops.free_buffers(child)
+                return False
+            ops.write_kernel(state, ops.read_kernel(parked.state, size))
+            child.za_parked[selector] = ParkedZa(state, parked.za)
+        return True
 
     def fork(self, thread: Thread) -> int:
         """``fork()`` = ``clone(SIGCHLD)`` on arm64."""
@@ -183,16 +206,9 @@ class ProcessesMixin:
         child_cpu.x[0] = 0
         if not flags & c.CLONE_VM:
             child_cpu.tpidr2 = cpu.tpidr2
-            if parent.svcr & c.SVCR_ZA_MASK:
-                child_fp.sve_state = self.heap.alloc(self.ops.sve_state_size(parent))
-                child_fp.sme_state = self.heap.alloc(self.ops.sme_state_size(parent))
-                if child_fp.sve_state is None or child_fp.sme_state is None:
-                    self.ops.free_buffers(child_fp)
-                    return -c.ENOMEM
-                self.ops.write_kernel(child_fp.sme_state, self.ops.read_kernel(
-                    parent.sme_state, self.ops.sme_state_size(parent)))
-                child_fp.tif_sme = True
-                child_fp.svcr |= c.SVCR_ZA_MASK
+            if (parent.svcr & c.SVCR_ZA_MASK or parent.za_parked) \
+                    and not self._copy_za_contexts(parent, child_fp):
+                return -c.ENOMEM
         if flags & c.CLONE_PARENT_SETTID and parent_tid \
                 and not self._write_user(thread, parent_tid, self._next_id.to_bytes(4, "little")):
             self.ops.free_buffers(child_fp)
@@ -383,6 +399,7 @@ class ProcessesMixin:
         process.auxv = self._auxv() if isinstance(image, Executable) \
             else process.mm.elf.initial_auxv
         fp = thread.fp
+        self._za_forget(thread)             # its ZA is discarded: nothing to store
         self._flush(thread)
         self.ops.free_buffers(fp)
         vl = fp.sme_vl_onexec or self.sme_default_vl

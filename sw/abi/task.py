@@ -4,7 +4,10 @@
 ``uw.fpsimd_state`` (V0-V31, FPSR, FPCR), ``svcr``, ``fp_type``, the SME vector length with its
 pending ``vl_onexec`` and ``TIF_SME_VL_INHERIT``, ``TIF_SME``, and the two save areas
 ``sve_state`` (Z/P/FFR in the signal-frame layout, at the SME vector length since the engine
-has no non-streaming SVE) and ``sme_state`` (ZA rows), which are kernel-heap addresses.
+has no non-streaming SVE) and ``sme_state`` (ZA rows), which are kernel-heap addresses; and the
+thread's virtual ZA contexts (a zatile extension, docs/abi.md "Virtual ZA contexts"): the
+selected one's ZA and SVCR.ZA are ``sme_state`` and ``svcr``, the others are
+:class:`ParkedZa` records.
 
 Whether those fields or the engine hold a thread's live state is the kernel's business
 (:mod:`sw.abi.kernel`); this module only holds data.
@@ -19,7 +22,7 @@ from zatile.sw.abi import constants as c
 from zatile.sw.abi.layouts import KernelSigaction
 from zatile.sw.abi.mm import AddressSpace
 
-__all__ = ["FpType", "FpState", "CpuContext", "ThreadState", "Thread", "Process",
+__all__ = ["FpType", "ParkedZa", "FpState", "CpuContext", "ThreadState", "Thread", "Process",
            "SignalHandlers", "PendingSignal"]
 
 
@@ -30,6 +33,16 @@ class FpType(Enum):
     FPSIMD = "fpsimd"
     #: Z/P in ``sve_state`` are authoritative (streaming mode); V is the low 128 bits of Z.
     SVE = "sve"
+
+
+@dataclass
+class ParkedZa:
+    """A virtual ZA context of a thread that is not its selected one."""
+
+    #: Kernel-heap address of its ZA save area (``sme_state_size`` bytes).
+    state: int
+    #: Its SVCR.ZA.
+    za: bool = False
 
 
 @dataclass
@@ -47,6 +60,11 @@ class FpState:
     tif_sme: bool = False
     sve_state: int | None = None
     sme_state: int | None = None
+    #: The selected virtual ZA context (0: the thread's own), the others by selector, and the
+    #: selector the next ``PR_ZATILE_ZA_OPEN`` returns (selectors are never reused).
+    za_selector: int = 0
+    za_parked: dict[int, ParkedZa] = field(default_factory=dict)
+    za_next_selector: int = 1
 
 
 @dataclass

@@ -1,0 +1,230 @@
+"""Virtual ZA contexts: threads' ZA kept resident in the engine's physical ZA contexts, and
+private ZA contexts within a thread (docs/abi.md, "Virtual ZA contexts").
+
+The engine has ``config.za_contexts`` physical ZA contexts, each a ZA array with its own
+PSTATE.ZA, selected by :attr:`~zatile.sw.arch.engine.Engine.za_context`. The kernel multiplexes
+*virtual* contexts on them, as the CX "state context virtualization" design does: a virtual
+context is a thread and a selector (0 is the thread's own ZA; ``PR_ZATILE_ZA_OPEN`` makes more).
+
+* A physical context holds one virtual context at a time (:attr:`ZaContextsMixin._resident`);
+  while it does, the engine's copy is the authoritative one and the save area is stale.
+* Switching threads leaves ZA where it is (only SVCR, Z/P and FPSR/FPCR are saved). A thread's
+  first engine instruction after it is switched in traps (SME disabled, SMTC 0, as before);
+  the trap handler selects the physical context that holds the thread's selected virtual
+  context, or — when none does — evicts the least recently used one (storing its ZA into its
+  owner's save area) and loads this one. So a thread whose ZA stayed resident costs no ZA
+  traffic, whatever ran in between.
+* ``PR_ZATILE_ZA_SELECT`` changes the thread's selected context: when the new one is resident
+  it is just selected in the engine; otherwise SME access is disabled and the next engine
+  instruction traps and swaps it in.
+* Whatever needs the save area current (signal frames, ptrace, core dumps, fork, VL changes)
+  stores the resident copy first (the kernel's ``preserve``/``flush`` hooks); a thread that
+  exits or execs just gives its physical contexts up.
+"""
+
+from __future__ import annotations
+
+from zatile.sw.abi import constants as c
+from zatile.sw.abi.task import ParkedZa, Thread
+from zatile.sw.arch.asm import assemble_line
+
+__all__ = ["ZaContextsMixin"]
+
+_MRS_SVCR = assemble_line("mrs x0, svcr")
+_SMSTART_ZA, _SMSTOP_ZA = assemble_line("smstart za"), assemble_line("smstop za")
+_STR_ZA, _LDR_ZA = assemble_line("str za[w12, 0], [x0]"), assemble_line("ldr za[w12, 0], [x0]")
+
+
+class ZaContextsMixin:
+    """The residency of virtual ZA contexts in the engine's physical ones, and the
+    ``PR_ZATILE_ZA_*`` prctl options.
+
+    A mixin of :class:`~zatile.sw.abi.kernel.Kernel` (it uses the kernel's engine, heap,
+    ``_kissue`` and statistics).
+    """
+
+    def _init_za_contexts(self) -> None:
+        #: What each physical context holds: (thread, selector) or None.
+        self._resident: list[tuple[Thread, int] | None] = [None] * self.config.za_contexts
+        #: Physical contexts, least recently bound first.
+        self._recency: list[int] = list(range(self.config.za_contexts))
+
+    # ------------------------------------------------------------------- residency
+    def _slot_of(self, thread: Thread, selector: int) -> int | None:
+        """The physical context holding ``thread``'s virtual context ``selector``, or None."""
+        for slot, holder in enumerate(self._resident):
+            if holder is not None and holder[0] is thread and holder[1] == selector:
+                return slot
+        return None
+
+    def _slots_of(self, thread: Thread) -> list[int]:
+        return [slot for slot, holder in enumerate(self._resident)
+                if holder is not None and holder[0] is thread]
+
+    def _use_slot(self, slot: int) -> None:
+        """Select ``slot`` in the engine and mark it the most recently used."""
+        self.engine.za_context = slot
+        self._recency.remove(slot)
+        self._recency.append(slot)
+
+    @staticmethod
+    def _save_area(thread: Thread, selector: int) -> tuple[int, bool]:
+        """The save area of a virtual context and its SVCR.ZA as the kernel last saved it."""
+        fp = thread.fp
+        if selector == fp.za_selector:
+            return fp.sme_state, bool(fp.svcr & c.SVCR_ZA_MASK)
+        parked = fp.za_parked[selector]
+        return parked.state, parked.za
+
+    @staticmethod
+    def _set_saved_za(thread: Thread, selector: int, za_on: bool) -> None:
+        fp = thread.fp
+        if selector == fp.za_selector:
+            fp.svcr = fp.svcr & ~c.SVCR_ZA_MASK | (c.SVCR_ZA_MASK if za_on else 0)
+        else:
+            fp.za_parked[selector].za = za_on
+
+    def _za_store(self, slot: int) -> None:
+        """Store the ZA (and SVCR.ZA) the physical context ``slot`` holds into its virtual
+        context's save area; the engine's selection and enable are left as they were."""
+        thread, selector = self._resident[slot]
+        engine = self.engine
+        selected, enabled = engine.za_context, engine.sme_enabled
+        engine.sme_enabled = True
+        engine.za_context = slot
+        za_on = bool(self._kissue(_MRS_SVCR).scalar & c.SVCR_ZA_MASK)
+        address, _ = self._save_area(thread, selector)
+        if za_on:
+            svl_bytes = thread.fp.sme_vl
+            for row in range(svl_bytes):
+                self._kissue(_STR_ZA, rv=row, rn=address + row * svl_bytes)
+            self.stats.za_bytes_saved += svl_bytes * svl_bytes
+            self.stats.save_instructions += svl_bytes
+        self._set_saved_za(thread, selector, za_on)
+        engine.za_context = selected
+        engine.sme_enabled = enabled
+
+    def _za_evict(self, slot: int) -> None:
+        """Store what ``slot`` holds and free it."""
+        self._za_store(slot)
+        self._resident[slot] = None
+        self.stats.za_evictions += 1
+
+    def _za_writeback(self, thread: Thread) -> None:
+        """Make the save area of ``thread``'s selected context current (it stays resident)."""
+        slot = self._slot_of(thread, thread.fp.za_selector)
+        if slot is not None:
+            self._za_store(slot)
+
+    def _za_evict_thread(self, thread: Thread) -> None:
+        """Store and free every physical context holding one of ``thread``'s contexts."""
+        for slot in self._slots_of(thread):
+            self._za_evict(slot)
+
+    def _za_evict_all(self) -> None:
+        """Store and free every physical context (before the engine's SVL changes)."""
+        for slot, holder in enumerate(self._resident):
+            if holder is not None:
+                self._za_evict(slot)
+
+    def _za_forget(self, thread: Thread, selector: int | None = None) -> None:
+        """Free the physical contexts of ``thread`` (of one ``selector``) without storing."""
+        for slot in self._slots_of(thread):
+            if selector is None or self._resident[slot][1] == selector:
+                self._resident[slot] = None
+
+    def _za_bind(self, thread: Thread) -> None:
+        """Select the physical context of ``thread``'s selected virtual context, loading it
+        into the least recently used one (evicting what that holds) if none holds it.
+
+        Called with SME access enabled and the engine at the thread's vector length.
+        """
+        selector = thread.fp.za_selector
+        slot = self._slot_of(thread, selector)
+        if slot is not None:
+            self._use_slot(slot)
+            self.stats.za_resident_hits += 1
+            return
+        free = [slot for slot in self._recency if self._resident[slot] is None]
+        slot = free[0] if free else self._recency[0]
+        if self._resident[slot] is not None:
+            self._za_evict(slot)
+        self._use_slot(slot)
+        address, za_on = self._save_area(thread, selector)
+        count = 0
+        if bool(self.engine.svcr & c.SVCR_ZA_MASK) != za_on:
+            self._kissue(_SMSTART_ZA if za_on else _SMSTOP_ZA)
+            count += 1
+        if za_on:
+            svl_bytes = thread.fp.sme_vl
+            for row in range(svl_bytes):
+                self._kissue(_LDR_ZA, rv=row, rn=address + row * svl_bytes)
+            count += svl_bytes
+            self.stats.za_bytes_restored += svl_bytes * svl_bytes
+        self.stats.restore_instructions += count
+        self.stats.za_loads += 1
+        self._resident[slot] = (thread, selector)
+
+    # --------------------------------------------------------------------- prctl
+    def _za_prctl(self, thread: Thread, option: int, arg2: int, arg3: int, arg4: int,
+                  arg5: int) -> int:
+        """``PR_ZATILE_ZA_OPEN`` / ``_SELECT`` / ``_CLOSE`` (the caller has entered the kernel)."""
+        if option == c.PR_ZATILE_ZA_OPEN:
+            return self._za_open(thread) if not arg2 | arg3 | arg4 | arg5 else -c.EINVAL
+        if arg3 | arg4 | arg5 or arg2 >= 1 << 31:
+            return -c.EINVAL
+        if option == c.PR_ZATILE_ZA_SELECT:
+            return self._za_select(thread, arg2)
+        return self._za_close(thread, arg2)
+
+    def _za_open(self, thread: Thread) -> int:
+        ops, fp = self.ops, thread.fp
+        if len(fp.za_parked) >= c.ZA_CONTEXTS_PER_THREAD:
+            return -c.ENOSPC
+        # Every context has a save area once there are several (selecting swaps them).
+        if not ops.sme_alloc(fp, flush=False):
+            return -c.ENOMEM
+        state = self.heap.alloc(ops.sme_state_size(fp))
+        if state is None:
+            return -c.ENOMEM
+        selector = fp.za_next_selector
+        fp.za_next_selector += 1
+        fp.za_parked[selector] = ParkedZa(state)
+        return selector
+
+    def _za_select(self, thread: Thread, selector: int) -> int:
+        fp = thread.fp
+        previous = fp.za_selector
+        if selector == previous:
+            return previous
+        if selector not in fp.za_parked:
+            return -c.EINVAL
+        live = self._live and self._holder is thread
+        if live:
+            self._engine_save(thread)       # SVCR.ZA of the context being left, FPSR, FPCR
+        parked = fp.za_parked.pop(selector)
+        fp.za_parked[previous] = ParkedZa(fp.sme_state, bool(fp.svcr & c.SVCR_ZA_MASK))
+        fp.sme_state = parked.state
+        fp.za_selector = selector
+        fp.svcr = fp.svcr & ~c.SVCR_ZA_MASK | (c.SVCR_ZA_MASK if parked.za else 0)
+        self.stats.za_selects += 1
+        if live:
+            slot = self._slot_of(thread, selector)
+            if slot is not None:
+                self._use_slot(slot)
+                self.stats.za_resident_hits += 1
+            else:                           # the next engine instruction traps and loads it
+                self._live = False
+                self.engine.sme_enabled = False
+        return previous
+
+    def _za_close(self, thread: Thread, selector: int) -> int:
+        fp = thread.fp
+        if selector == fp.za_selector and selector:
+            return -c.EBUSY
+        parked = fp.za_parked.pop(selector, None) if selector else None
+        if parked is None:
+            return -c.EINVAL
+        self._za_forget(thread, selector)
+        self.heap.free(parked.state)
+        return 0
