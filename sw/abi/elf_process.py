@@ -195,7 +195,9 @@ class ProcessResult:
     #: What the kernel model did (:func:`~zatile.sw.abi.runner.run_program`): context
     #: switches, preemptions at the end of a quantum, saves of a thread's SME state from the
     #: engine and lazy restores (at the thread's first engine instruction after a switch),
-    #: signals delivered to handlers, and the bytes of ZA its save and restore sequences moved.
+    #: signals delivered to handlers, the bytes of ZA the kernel stored from the engine and
+    #: loaded into it, and its virtual ZA contexts (docs/abi.md, "Virtual ZA contexts"): loads
+    #: into a physical context, evictions from one, binds that found theirs resident.
     context_switches: int = 0
     preemptions: int = 0
     sme_saves: int = 0
@@ -203,6 +205,14 @@ class ProcessResult:
     signals_delivered: int = 0
     za_bytes_saved: int = 0
     za_bytes_restored: int = 0
+    za_loads: int = 0
+    za_evictions: int = 0
+    za_resident_hits: int = 0
+
+    #: The kernel counters, by their names in :meth:`to_json_dict` (the same as the fields).
+    KERNEL_COUNTERS = ("context_switches", "preemptions", "sme_saves", "lazy_restores",
+                       "signals_delivered", "za_bytes_saved", "za_bytes_restored", "za_loads",
+                       "za_evictions", "za_resident_hits")
 
     def to_json_dict(self) -> dict:
         figures = {"exit_status": self.status, "signal": self.signal,
@@ -213,12 +223,8 @@ class ProcessResult:
                    "engine_seconds": round(self.engine_seconds, 6),
                    "engine_streamed": self.engine_streamed, "engine_drains": self.engine_drains,
                    "syscalls": self.syscalls, "v_transfers": self.v_transfers,
-                   "context_switches": self.context_switches, "preemptions": self.preemptions,
-                   "sme_saves": self.sme_saves, "lazy_restores": self.lazy_restores,
                    "signals": self.signals_delivered + int(self.signal is not None),
-                   "signals_delivered": self.signals_delivered,
-                   "za_bytes_saved": self.za_bytes_saved,
-                   "za_bytes_restored": self.za_bytes_restored}
+                   **{name: getattr(self, name) for name in self.KERNEL_COUNTERS}}
         if self.engine_cycles is not None:
             figures.update(engine_cycles=self.engine_cycles, engine_perf=dict(self.engine_perf))
         return figures
@@ -234,12 +240,7 @@ class ProcessResult:
                    engine_drains=figures["engine_drains"],
                    engine_cycles=figures.get("engine_cycles"),
                    engine_perf=figures.get("engine_perf"),
-                   context_switches=figures["context_switches"],
-                   preemptions=figures["preemptions"], sme_saves=figures["sme_saves"],
-                   lazy_restores=figures["lazy_restores"],
-                   signals_delivered=figures["signals_delivered"],
-                   za_bytes_saved=figures["za_bytes_saved"],
-                   za_bytes_restored=figures["za_bytes_restored"])
+                   **{name: figures[name] for name in cls.KERNEL_COUNTERS})
 
 
 @dataclass

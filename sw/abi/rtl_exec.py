@@ -1,7 +1,7 @@
 """Real programs on the RTL engine: ``zatile exec --backend rtl``.
 
-:func:`run_program_rtl` builds the engine's Verilog for ``EngineConfig(max_svl=svl)`` (cached by
-:mod:`zatile.tb.runner`) and starts one simulation in which
+:func:`run_program_rtl` builds the engine's Verilog for ``EngineConfig(max_svl=svl,
+za_contexts=za_contexts)`` (cached by :mod:`zatile.tb.runner`) and starts one simulation in which
 :func:`~zatile.sw.abi.runner.run_program` runs unchanged (:mod:`zatile.sw.abi.rtl_exec_sim`):
 the scalar code on the host CPU, every SME and streaming-SVE word on the engine's RTL through its
 issue port, the engine's memory port served from the guest's memory. The program's standard
@@ -39,7 +39,7 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
                     environment: Sequence[str] | None = None, simulator: str = "verilator",
                     pauses: str = "none", seed: int = 0, quantum: int | None = None,
                     progress: Callable[[dict], None] | None = None,
-                    run_ahead: bool = True) -> ProcessResult:
+                    run_ahead: bool = True, za_contexts: int = 1) -> ProcessResult:
     """Load and run a static aarch64 program with the RTL engine; ``argv[0]`` is the path
     unless given.
 
@@ -71,6 +71,8 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
     run_ahead : bool
         Whether the host CPU streams instructions ahead of their results (docs/architecture.md,
         "The host runs ahead"); False waits for every result (lock step).
+    za_contexts : int
+        The engine's physical ZA contexts (the Verilog is built with them).
 
     Returns
     -------
@@ -85,7 +87,7 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
         If the simulation itself fails (never for a program that crashes: that is its status).
     """
     path = Path(path).resolve()
-    with _simulation(path, svl, simulator, {
+    with _simulation(path, EngineConfig(max_svl=svl, za_contexts=za_contexts), simulator, {
             "argv": list(argv) or [str(path)],
             "environment": list(environment) if environment is not None
             else ["PATH=/bin", "HOME=/"],
@@ -144,7 +146,7 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
         for index, (_, data) in enumerate(inputs):
             (directory / f"input{index}").write_bytes(bytes(data))
 
-    with _simulation(path, svl, simulator, request, stage, progress) as directory:
+    with _simulation(path, EngineConfig(max_svl=svl), simulator, request, stage, progress) as directory:
         results = [(directory / f"output{index}").read_bytes() for index in range(len(outputs))]
         figures = json.loads((directory / "perf.json").read_text())
     if progress is not None:
@@ -153,13 +155,12 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
 
 
 @contextmanager
-def _simulation(path: Path, svl: int, simulator: str, request: dict,
+def _simulation(path: Path, config: EngineConfig, simulator: str, request: dict,
                 stage: Callable[[Path], None] | None = None,
                 progress: Callable[[dict], None] | None = None) -> Iterator[Path]:
     """Run one simulation of :mod:`zatile.sw.abi.rtl_exec_sim` for ``request`` and yield its
     directory (removed afterwards); its progress reports go to ``progress`` meanwhile."""
     load_elf_image(path)                 # the same errors as the model backend, before building
-    config = EngineConfig(max_svl=svl)
     build = build_engine(config, simulator)
     runs = build.directory / "runs"
     runs.mkdir(exist_ok=True)

@@ -61,7 +61,7 @@ async def exec_program(dut) -> None:
                 open(directory / "stderr", "wb") as stderr:
             result = await bridge(run_program)(
                 request["program"], request["argv"], svl=config.max_svl,
-                engine_class=engine_class, stdout=stdout, stderr=stderr,
+                za_contexts=config.za_contexts, engine_class=engine_class, stdout=stdout, stderr=stderr,
                 count_instructions=request["count_instructions"],
                 environment=request["environment"], quantum=request["quantum"])
         await bench.wait_idle()

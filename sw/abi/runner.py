@@ -27,7 +27,7 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
                 engine_class=ModelEngine, stdout: BinaryIO | None = None,
                 stderr: BinaryIO | None = None, count_instructions: bool = False,
                 environment: Sequence[str] | None = None,
-                quantum: int | None = None) -> ProcessResult:
+                quantum: int | None = None, za_contexts: int = 1) -> ProcessResult:
     """Load a static aarch64 program and run it as the first process of a new kernel model
     (its threads and children too) until every thread has ended; ``argv[0]`` is the path
     unless given. When every thread left sleeps (or is stopped) with nothing that could wake
@@ -44,6 +44,9 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
     quantum : int, optional
         The time slice of a thread, in host instructions (default
         :data:`~zatile.sw.abi.host_tasks.DEFAULT_HOST_QUANTUM`).
+    za_contexts : int
+        The engine's physical ZA contexts (``EngineConfig.za_contexts``), on which the kernel
+        keeps threads' and virtual contexts' ZA resident (docs/abi.md, "Virtual ZA contexts").
 
     Returns
     -------
@@ -53,7 +56,7 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
         traffic.
     """
     image = load_elf_image(path)
-    kernel = Kernel(EngineConfig(max_svl=svl), engine_class=engine_class,
+    kernel = Kernel(EngineConfig(max_svl=svl, za_contexts=za_contexts), engine_class=engine_class,
                     host_quantum=quantum or DEFAULT_HOST_QUANTUM)
     kernel.sme_default_vl = svl // 8
     arguments = list(argv) or [str(path)]
@@ -83,4 +86,6 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
         engine_drains=host.engine_drains, context_switches=stats.context_switches,
         preemptions=stats.preemptions, sme_saves=stats.saves, lazy_restores=stats.restores,
         signals_delivered=stats.signals_delivered,
-        za_bytes_saved=stats.za_bytes_saved, za_bytes_restored=stats.za_bytes_restored)
+        za_bytes_saved=stats.za_bytes_saved, za_bytes_restored=stats.za_bytes_restored,
+        za_loads=stats.za_loads, za_evictions=stats.za_evictions,
+        za_resident_hits=stats.za_resident_hits)

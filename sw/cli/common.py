@@ -10,12 +10,12 @@ from pathlib import Path
 
 from zatile.sim.state import ArchState, SnapshotError, check_user_space
 from zatile.sw.arch.asm import disassemble
-from zatile.sw.arch.config import SVL_CHOICES
+from zatile.sw.arch.config import MAX_ZA_CONTEXTS, SVL_CHOICES
 from zatile.sw.arch.isa import decode
 
 __all__ = ["CliError", "Parser", "error_line", "add_command", "read_text", "read_program",
            "read_words", "write_bytes", "output_path", "svl", "svl_list", "backend_list", "count",
-           "positive_count", "initial_state", "print_json"]
+           "positive_count", "za_contexts", "initial_state", "print_json"]
 
 
 class CliError(Exception):
@@ -141,6 +141,15 @@ def positive_count(text: str) -> int:
     value = count(text)
     if value == 0:
         raise argparse.ArgumentTypeError("must be at least 1, not 0")
+    return value
+
+
+def za_contexts(text: str) -> int:
+    """A number of physical ZA contexts."""
+    value = positive_count(text)
+    if value > MAX_ZA_CONTEXTS:
+        raise argparse.ArgumentTypeError(f"an engine has at most {MAX_ZA_CONTEXTS} ZA contexts, "
+                                         f"not {value}")
     return value
 
 

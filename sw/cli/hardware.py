@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from zatile.sw.arch.config import FEATURES, EngineConfig
-from zatile.sw.cli.common import CliError, add_command, count, positive_count, svl, svl_list
+from zatile.sw.cli.common import (CliError, add_command, positive_count, svl, svl_list,
+                                  za_contexts)
 
 __all__ = ["register"]
 
@@ -73,7 +74,7 @@ def register(commands) -> None:
     verilog.add_argument("--features", help="comma-separated subset (default: all)")
     verilog.add_argument("--mem-width", type=positive_count, metavar="BITS",
                          help="memory data width (default: --svl, one slice per beat)")
-    verilog.add_argument("--za-contexts", type=count, default=1, metavar="N",
+    verilog.add_argument("--za-contexts", type=za_contexts, default=1, metavar="N",
                          help="physical ZA contexts (default 1)")
     verilog.add_argument("-o", "--output", required=True, metavar="DIR",
                          help="folder for zatile_engine.v, .vlt and .json (created)")

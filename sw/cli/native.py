@@ -9,7 +9,7 @@ import sys
 import json
 
 from zatile.sw.cli.common import (CliError, Parser, add_command, output_path,
-                                  positive_count, svl)
+                                  positive_count, svl, za_contexts)
 
 __all__ = ["register"]
 
@@ -72,6 +72,8 @@ def _cmd_cc(args) -> int:
 
 
 _EXEC_BACKENDS = ("model", "rtl", "qemu")
+#: The options of ``zatile exec`` that take a value.
+_VALUED_EXEC_OPTIONS = ("--svl", "--backend", "--stats-json", "--quantum", "--za-contexts")
 
 
 def _exec_arguments(args) -> None:
@@ -85,11 +87,11 @@ def _exec_arguments(args) -> None:
             program_arguments += rest[index + 1:]
             break
         name = argument.split("=", 1)[0]
-        if name in ("--svl", "--backend", "--stats-json", "--quantum") and "=" not in argument:
+        if name in _VALUED_EXEC_OPTIONS and "=" not in argument:
             own.parse_args([argument, *rest[index + 1:index + 2]], namespace=args)
             index += 2
             continue
-        if name in ("--svl", "--backend", "--stats-json", "--stats", "--quantum"):
+        if name in (*_VALUED_EXEC_OPTIONS, "--stats"):
             own.parse_args([argument], namespace=args)
         else:
             program_arguments.append(argument)
@@ -113,6 +115,11 @@ def _add_exec_options(parser, defaults: bool = True) -> None:
                              "kernel model preempts it (default: the kernel model's, "
                              "zatile.sw.abi.host_tasks.DEFAULT_HOST_QUANTUM; model and rtl "
                              "backends)")
+    parser.add_argument("--za-contexts", type=za_contexts, metavar="N",
+                        **({"default": 1} | keep),
+                        help="the engine's physical ZA contexts, on which the kernel keeps "
+                             "threads' and virtual ZA contexts' ZA resident (default 1; model "
+                             "and rtl backends)")
     parser.add_argument("--stats", action="store_true", **keep,
                         help="print instruction counts, the kernel's context switches, "
                              "signals and ZA traffic, and wall time to stderr afterwards")
@@ -150,12 +157,12 @@ def _cmd_exec(args) -> int:
         from zatile.sw.abi.rtl_exec import run_program_rtl  # local: keeps `zatile --help` fast
 
         result = run_program_rtl(args.program, argv, svl=args.svl, count_instructions=counting,
-                                 quantum=args.quantum)
+                                 quantum=args.quantum, za_contexts=args.za_contexts)
     else:
         result = run_program(args.program, argv, svl=args.svl, count_instructions=counting,
-                             quantum=args.quantum)
+                             quantum=args.quantum, za_contexts=args.za_contexts)
     figures = result.to_json_dict()
-    figures.update(backend=args.backend, svl=args.svl)
+    figures.update(backend=args.backend, svl=args.svl, za_contexts=args.za_contexts)
     if args.stats:
         seconds = max(result.wall_seconds, 1e-9)
         classes = ", ".join(f"{name} {count}" for name, count
@@ -171,7 +178,9 @@ def _cmd_exec(args) -> int:
             f"({result.preemptions} at the end of a quantum), {result.sme_saves} SME state "
             f"saves and {result.lazy_restores} lazy restores, {result.signals_delivered} "
             f"signals delivered to handlers, {result.za_bytes_saved} bytes of ZA saved and "
-            f"{result.za_bytes_restored} restored\n")
+            f"{result.za_bytes_restored} restored; {args.za_contexts} physical ZA context(s): "
+            f"{result.za_loads} loads, {result.za_evictions} evictions, "
+            f"{result.za_resident_hits} found resident\n")
         if result.engine_cycles is not None:
             sys.stderr.write(f"zatile: {result.engine_cycles} engine clock cycles simulated; "
                              f"the host streamed {result.engine_streamed} engine instructions "
