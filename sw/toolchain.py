@@ -6,7 +6,9 @@ libc++). The CPU is ``generic+sme``: SME and streaming SVE inside streaming func
 non-streaming SVE, so ordinary code is not auto-vectorized with SVE instructions that an
 SME-only CPU (ours, Apple's M4) does not have (``-march=armv9-a+sme`` would allow that).
 
-Every linked program gets the SME ABI support routines of :mod:`zatile.sw.runtime`.
+Every linked program gets the runtime of :mod:`zatile.sw.runtime` (the SME ABI support routines
+and the virtual ZA context calls), and every compilation has the runtime's headers on its
+system include path (``#include <zatile_za.h>``).
 
 zig's cache (the musl it builds for the target on first use, minutes on two cores, and every
 compiled object) lives in ``${ZATILE_CACHE:-<repository>/.zatile-cache}/zig``, so CI can keep it
@@ -22,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from zatile.sw.runtime import RUNTIME_SOURCES
+from zatile.sw.runtime import INCLUDE_DIRECTORY, RUNTIME_SOURCES
 
 __all__ = ["TARGET", "CPU", "ToolchainError", "CompileError", "cache_directory", "tool_problem",
            "compile_command", "compile_program"]
@@ -67,14 +69,21 @@ def compile_command(files: Sequence[str | Path], output: str | Path,
                     options: Sequence[str] = ()) -> list[str]:
     """The zig command line that builds ``files`` into ``output`` with the user's ``options``.
 
-    The target, CPU and ``-static`` come first so that the user's options can override
-    anything but the target; the SME runtime is added when the command links.
+    The target, CPU, ``-static`` and the runtime's include directory come first so that the
+    user's options can override anything but the target (their ``-I`` directories are searched
+    before it); the runtime is added when the command links. A C++ link compiles the runtime's
+    C as C++ (``-x c++``), so that the user's C++ options (``-std=c++17``) apply to it too.
     """
-    driver = "c++" if any(Path(f).suffix in _CXX_SUFFIXES for f in files) else "cc"
-    command = [sys.executable, "-m", "ziglang", driver, f"--target={TARGET}", f"-mcpu={CPU}",
-               "-static", *options, *(str(f) for f in files)]
+    cxx = any(Path(f).suffix in _CXX_SUFFIXES for f in files)
+    command = [sys.executable, "-m", "ziglang", "c++" if cxx else "cc", f"--target={TARGET}",
+               f"-mcpu={CPU}", "-static", "-isystem", str(INCLUDE_DIRECTORY), *options,
+               *(str(f) for f in files)]
     if not _NO_LINK_OPTIONS.intersection(options):
-        command += [str(source) for source in RUNTIME_SOURCES]
+        for source in RUNTIME_SOURCES:
+            if cxx and source.suffix == ".c":
+                command += ["-x", "c++", str(source), "-x", "none"]
+            else:
+                command.append(str(source))
     return command + ["-o", str(output)]
 
 
