@@ -32,7 +32,7 @@ from zatile.sw.abi.elf_process import ElfProcess, load_elf_image
 from zatile.sw.abi.runner import run_program
 from zatile.sw.abi.rtl_exec import run_program_rtl
 from zatile.sw.cli import main
-from zatile.sw.runtime import RUNTIME_SOURCES
+from zatile.sw.runtime import INCLUDE_DIRECTORY, RUNTIME_HEADERS, RUNTIME_SOURCES
 
 PROGRAMS = Path(__file__).with_name("programs")
 OPTIONS = ("-O2",)
@@ -50,18 +50,30 @@ def build_sources(name: str, sources: Sequence[Path], options: Sequence[str] = O
                   headers: Sequence[Path] = ()) -> Path:
     """``sources`` compiled and linked with ``zatile cc``, cached in ``$ZATILE_CACHE/programs``
     by the content of the sources, the ``headers`` they include and the runtime, the options
-    and the ziglang version."""
+    and the ziglang version. ``sources`` may include objects (:func:`build_object`)."""
+    return _cached_build(name, sources, options, headers)
+
+
+def build_object(source: Path, options: Sequence[str] = OPTIONS,
+                 headers: Sequence[Path] = ()) -> Path:
+    """``source`` compiled alone with ``zatile cc -c`` into an object, a separately compiled
+    unit to link with :func:`build_sources`; cached like it."""
+    return _cached_build(source.stem, [source], [*options, "-c"], headers, suffix=".o")
+
+
+def _cached_build(name: str, sources: Sequence[Path], options: Sequence[str],
+                  headers: Sequence[Path], suffix: str = "") -> Path:
     _need_zig()
     digest = hashlib.sha256()
-    for path in (*sources, *headers, *RUNTIME_SOURCES):
+    for path in (*sources, *headers, *RUNTIME_HEADERS, *RUNTIME_SOURCES):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     digest.update(repr((list(options), toolchain.TARGET, toolchain.CPU,
                         version("ziglang"))).encode())
     cache = toolchain.cache_directory().parent / "programs"
     cache.mkdir(parents=True, exist_ok=True)
-    output = cache / f"{name}-{digest.hexdigest()[:16]}"
+    output = cache / f"{name}-{digest.hexdigest()[:16]}{suffix}"
     if not output.exists():
-        partial = output.with_suffix(f".{os.getpid()}.tmp")
+        partial = output.with_name(f"{output.stem}.{os.getpid()}.tmp{suffix}")
         toolchain.compile_program(sources, partial, options)
         partial.replace(output)
     return output
@@ -114,8 +126,19 @@ def test_cc_passes_compiler_options_through(tmp_path):
 def test_cc_command_keeps_target_and_adds_runtime_only_when_linking():
     linking = toolchain.compile_command(["a.c"], "a", ["-O2"])
     assert "--target=aarch64-linux-musl" in linking and "-mcpu=generic+sme" in linking
-    assert str(RUNTIME_SOURCES[0]) in linking
-    assert str(RUNTIME_SOURCES[0]) not in toolchain.compile_command(["a.c"], "a.o", ["-c"])
+    assert all(str(source) in linking for source in RUNTIME_SOURCES)
+    compiling = toolchain.compile_command(["a.c"], "a.o", ["-c"])
+    assert not any(str(source) in compiling for source in RUNTIME_SOURCES)
+    # The runtime's headers are reachable either way, after the user's own -I directories.
+    for command in (linking, compiling):
+        include = command.index("-isystem")
+        assert command[include + 1] == str(INCLUDE_DIRECTORY)
+        assert include < command.index("-O2" if command is linking else "-c")
+    # A C++ link compiles the runtime's C as C++, under the user's -std=c++NN.
+    cxx = toolchain.compile_command(["a.cpp"], "a", ["-std=c++17"])
+    runtime_c = str(next(source for source in RUNTIME_SOURCES if source.suffix == ".c"))
+    at = cxx.index(runtime_c)
+    assert cxx[at - 2:at + 3] == ["-x", "c++", runtime_c, "-x", "none"]
 
 
 def run_model(program: Path, *arguments: str, svl: int = 512):
