@@ -59,9 +59,12 @@ def physical_za_contexts(request):
     _za_contexts = saved
 
 
-def new_kernel(max_svl: int | None = None, **kwargs) -> Kernel:
-    return Kernel(EngineConfig(max_svl=max_svl or _default_max_svl, za_contexts=_za_contexts),
-                  engine_class=_engine_class, **kwargs)
+def new_kernel(max_svl: int | None = None, za_contexts: int | None = None, **kwargs) -> Kernel:
+    """A kernel on the installed engine, with ``za_contexts`` physical ZA contexts (default:
+    those of :func:`use_engine` or :func:`physical_za_contexts`)."""
+    config = EngineConfig(max_svl=max_svl or _default_max_svl,
+                          za_contexts=za_contexts or _za_contexts)
+    return Kernel(config, engine_class=_engine_class, **kwargs)
 
 
 def run_to_completion(kernel: Kernel, max_steps: int = 200_000, **kwargs) -> None:

@@ -239,6 +239,13 @@ def test_stress_every_thread_keeps_its_state(seed):
     assert summary["switches"] > 100
 
 
+def test_stress_at_one_vector_length(seed=4):
+    """The stress with every worker at SVL 128, so that it runs on an engine built for SVL 128
+    alone (the RTL selection with four physical ZA contexts)."""
+    summary = stress(seed, workers=6, rounds=4, vls=(16,), max_svl=128)
+    assert summary["checks"] > 30 and summary["spy"] == 4 and summary["switches"] > 50
+
+
 @pytest.mark.soak
 @pytest.mark.parametrize("seed", range(10, 30))
 def test_stress_soak(seed):

@@ -17,6 +17,7 @@ from zatile.sw.abi.program import Brk, Call, Executable, Syscall
 from zatile.sw.arch.asm import assemble_line
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.engine import Status
+import test_abi_common as common
 from test_abi_common import (
     DATA_BASE, FrameCapture, exit_, install_handler, load_za, pattern, run_to_completion, set_vl,
     start, store_za,
@@ -29,7 +30,8 @@ PATTERN, OUT = DATA_BASE, DATA_BASE + 0x1000
 
 
 def new_kernel(za_contexts: int, **kwargs) -> Kernel:
-    return Kernel(EngineConfig(max_svl=128, za_contexts=za_contexts), **kwargs)
+    """A kernel on the tests' engine (the model, or the RTL under tests/cocotb_abi.py)."""
+    return common.new_kernel(128, za_contexts=za_contexts, **kwargs)
 
 
 def check_za(checks: list, expected: bytes, label: str) -> list:
@@ -167,7 +169,8 @@ def test_virtual_contexts_keep_their_own_za_and_za_bit(count):
     assert kernel.heap.blocks_in_use == 0
 
 
-def test_the_context_api_errors():
+@pytest.mark.parametrize("count", [4])
+def test_the_context_api_errors(count):
     results = {}
 
     def body(context):
@@ -185,7 +188,7 @@ def test_the_context_api_errors():
         results["select closed"] = libc.za_select(context, 3)
         results["reopen"] = libc.za_open(context)         # selectors are not reused
         results["select huge"] = libc.za_select(context, 1 << 40)
-    kernel = new_kernel(2)
+    kernel = new_kernel(count)
     process = start(kernel, Executable({"main": [set_vl(SVL_B), Call(body), exit_(0)]}))
     run_to_completion(kernel)
     assert process.exit_code == 0
@@ -209,7 +212,7 @@ def test_opening_without_kernel_memory_is_enomem():
     assert kernel.heap.blocks_in_use == 0
 
 
-@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("count", [1, 4])
 def test_fork_copies_every_virtual_context(count):
     """The child has the parent's contexts (same selectors, same contents, same ZA bits)."""
     checks: list = []
@@ -246,7 +249,8 @@ def test_a_vector_length_change_drops_every_contexts_za():
     assert checks == [0] and kernel.heap.blocks_in_use == 0
 
 
-def test_a_tracer_sees_the_selected_context_of_a_resident_thread():
+@pytest.mark.parametrize("count", [2, 4])
+def test_a_tracer_sees_the_selected_context_of_a_resident_thread(count):
     """NT_ARM_ZA of a tracee whose ZA is resident (not the current thread) is its selected
     context's, stored from the engine for the tracer."""
     za = pattern(ZA_BYTES, 5)
@@ -256,7 +260,7 @@ def test_a_tracer_sees_the_selected_context_of_a_resident_thread():
         set_vl(SVL_B), Call(lambda context: libc.za_open(context)),
         select(selector_of, "mine"), "smstart za", *load_pattern(za),
         *[Syscall(c.NR_SCHED_YIELD)] * 6, exit_(0)]}, data_size=0x2000)
-    kernel = new_kernel(2)
+    kernel = new_kernel(count)
     process = start(kernel, tracee, "/bin/tracee")
 
     def trace(context):
@@ -273,7 +277,7 @@ def test_a_tracer_sees_the_selected_context_of_a_resident_thread():
     assert kernel.stats.za_evictions == 0            # stored for the tracer, still resident
 
 
-@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("count", [1, 4])
 def test_a_signal_frame_holds_the_selected_context(count):
     """A signal taken with a virtual context selected: the frame's ZA record is that context's,
     the handler starts with its ZA off (and may use it), sigreturn puts it back; the thread's

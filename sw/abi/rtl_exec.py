@@ -39,7 +39,8 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
                     environment: Sequence[str] | None = None, simulator: str = "verilator",
                     pauses: str = "none", seed: int = 0, quantum: int | None = None,
                     progress: Callable[[dict], None] | None = None,
-                    run_ahead: bool = True, za_contexts: int = 1) -> ProcessResult:
+                    run_ahead: bool = True, za_contexts: int = 1,
+                    config: EngineConfig | None = None) -> ProcessResult:
     """Load and run a static aarch64 program with the RTL engine; ``argv[0]`` is the path
     unless given.
 
@@ -73,6 +74,10 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
         "The host runs ahead"); False waits for every result (lock step).
     za_contexts : int
         The engine's physical ZA contexts (the Verilog is built with them).
+    config : EngineConfig, optional
+        The engine to build instead of ``EngineConfig(max_svl=svl, za_contexts=za_contexts)``
+        (any configuration: bus width, features, supported SVLs); the process's vector length
+        is then its largest SVL.
 
     Returns
     -------
@@ -87,7 +92,8 @@ def run_program_rtl(path: str | Path, argv: Sequence[str] = (), *, svl: int = 51
         If the simulation itself fails (never for a program that crashes: that is its status).
     """
     path = Path(path).resolve()
-    with _simulation(path, EngineConfig(max_svl=svl, za_contexts=za_contexts), simulator, {
+    config = config or EngineConfig(max_svl=svl, za_contexts=za_contexts)
+    with _simulation(path, config, simulator, {
             "argv": list(argv) or [str(path)],
             "environment": list(environment) if environment is not None
             else ["PATH=/bin", "HOME=/"],

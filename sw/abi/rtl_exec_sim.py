@@ -60,8 +60,8 @@ async def exec_program(dut) -> None:
         with open(directory / "stdout", "wb") as stdout, \
                 open(directory / "stderr", "wb") as stderr:
             result = await bridge(run_program)(
-                request["program"], request["argv"], svl=config.max_svl,
-                za_contexts=config.za_contexts, engine_class=engine_class, stdout=stdout, stderr=stderr,
+                request["program"], request["argv"], svl=config.max_svl, config=config,
+                engine_class=engine_class, stdout=stdout, stderr=stderr,
                 count_instructions=request["count_instructions"],
                 environment=request["environment"], quantum=request["quantum"])
         await bench.wait_idle()

@@ -27,7 +27,8 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
                 engine_class=ModelEngine, stdout: BinaryIO | None = None,
                 stderr: BinaryIO | None = None, count_instructions: bool = False,
                 environment: Sequence[str] | None = None,
-                quantum: int | None = None, za_contexts: int = 1) -> ProcessResult:
+                quantum: int | None = None, za_contexts: int = 1,
+                config: EngineConfig | None = None) -> ProcessResult:
     """Load a static aarch64 program and run it as the first process of a new kernel model
     (its threads and children too) until every thread has ended; ``argv[0]`` is the path
     unless given. When every thread left sleeps (or is stopped) with nothing that could wake
@@ -47,6 +48,9 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
     za_contexts : int
         The engine's physical ZA contexts (``EngineConfig.za_contexts``), on which the kernel
         keeps threads' and virtual contexts' ZA resident (docs/abi.md, "Virtual ZA contexts").
+    config : EngineConfig, optional
+        The engine's whole configuration, instead of ``EngineConfig(max_svl=svl,
+        za_contexts=za_contexts)`` (``svl`` stays the default SME vector length).
 
     Returns
     -------
@@ -56,7 +60,8 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
         traffic.
     """
     image = load_elf_image(path)
-    kernel = Kernel(EngineConfig(max_svl=svl, za_contexts=za_contexts), engine_class=engine_class,
+    kernel = Kernel(config or EngineConfig(max_svl=svl, za_contexts=za_contexts),
+                    engine_class=engine_class,
                     host_quantum=quantum or DEFAULT_HOST_QUANTUM)
     kernel.sme_default_vl = svl // 8
     arguments = list(argv) or [str(path)]
@@ -88,4 +93,5 @@ def run_program(path: str | Path, argv: Sequence[str] = (), *, svl: int = 512,
         signals_delivered=stats.signals_delivered,
         za_bytes_saved=stats.za_bytes_saved, za_bytes_restored=stats.za_bytes_restored,
         za_loads=stats.za_loads, za_evictions=stats.za_evictions,
-        za_resident_hits=stats.za_resident_hits)
+        za_resident_hits=stats.za_resident_hits,
+        kernel_engine_cycles=stats.kernel_engine_cycles)

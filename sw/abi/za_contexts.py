@@ -11,8 +11,10 @@ context is a thread and a selector (0 is the thread's own ZA; ``PR_ZATILE_ZA_OPE
 * Switching threads leaves ZA where it is (only SVCR, Z/P and FPSR/FPCR are saved). A thread's
   first engine instruction after it is switched in traps (SME disabled, SMTC 0, as before);
   the trap handler selects the physical context that holds the thread's selected virtual
-  context, or — when none does — evicts the least recently used one (storing its ZA into its
-  owner's save area) and loads this one. So a thread whose ZA stayed resident costs no ZA
+  context, or — when none does — takes a free one, else one holding a context with ZA off
+  (nothing to store), else one holding ZA (storing it into its owner's save area): of those,
+  the one whose thread the round-robin scheduler runs last, then the least recently used; and
+  loads this one there. So a thread whose ZA stayed resident costs no ZA
   traffic, whatever ran in between.
 * ``PR_ZATILE_ZA_SELECT`` changes the thread's selected context: when the new one is resident
   it is just selected in the engine; otherwise SME access is disabled and the next engine
@@ -133,9 +135,34 @@ class ZaContextsMixin:
             if selector is None or self._resident[slot][1] == selector:
                 self._resident[slot] = None
 
+    def _eviction_cost(self, slot: int) -> tuple[int, int]:
+        """What freeing ``slot`` costs, lowest first: free; holding a context with ZA off
+        (nothing to store; the bit saved last is the context's, as only the current thread's
+        selected context changes it, and that is the one being bound); holding ZA. Within each,
+        the context whose thread the scheduler will run last (so round-robin threads on fewer
+        physical contexts than themselves do not each evict the next one to run)."""
+        holder = self._resident[slot]
+        if holder is None:
+            return (0, 0)
+        return (2 if self._save_area(*holder)[1] else 1, -self._turns_until_run(holder[0]))
+
+    def _turns_until_run(self, thread: Thread) -> int:
+        """How many other threads run before ``thread`` when the scheduler takes them in turn
+        by TID from the current one (0 for the current thread; threads that cannot run, last)."""
+        if thread is self.current:
+            return 0
+        if not thread.runnable:
+            return len(self.threads) + 1
+        turns = sorted(tid for tid, each in self.threads.items() if each.runnable)
+        if self.current is None:
+            return turns.index(thread.tid)
+        later = [tid for tid in turns if tid > self.current.tid]
+        return (later + [tid for tid in turns if tid < self.current.tid]).index(thread.tid) + 1
+
     def _za_bind(self, thread: Thread) -> None:
         """Select the physical context of ``thread``'s selected virtual context, loading it
-        into the least recently used one (evicting what that holds) if none holds it.
+        if none holds it into the one cheapest to free (:meth:`_eviction_cost`; the least
+        recently used of equals), evicting what that holds.
 
         Called with SME access enabled and the engine at the thread's vector length.
         """
@@ -145,8 +172,7 @@ class ZaContextsMixin:
             self._use_slot(slot)
             self.stats.za_resident_hits += 1
             return
-        free = [slot for slot in self._recency if self._resident[slot] is None]
-        slot = free[0] if free else self._recency[0]
+        slot = min(self._recency, key=self._eviction_cost)
         if self._resident[slot] is not None:
             self._za_evict(slot)
         self._use_slot(slot)
