@@ -355,6 +355,11 @@ class RtlEngine(Engine):
         self._stream_when_room = resume(self._queue_when_room)
         self._drain = resume(bench.drain)
         self._stream_failures: list[str] = []
+        self._now = resume(self._simulated_cycles)
+
+    @staticmethod
+    async def _simulated_cycles() -> int:
+        return int(get_sim_time("ns")) // CLOCK_NS
 
     async def _drive_inputs(self, **inputs) -> None:
         # Signals are written from the scheduler's thread, never from the bridge thread, and
@@ -405,6 +410,10 @@ class RtlEngine(Engine):
             self._fpsr = FPSR_RESET_ON_SM_CHANGE
             self.sm_changes += 1
         return to_model_result(word, rtl)
+
+    @property
+    def cycles(self) -> int:
+        return self._now()
 
     def _select_za_context(self, context: int) -> None:
         self._set_inputs(za_context=context)

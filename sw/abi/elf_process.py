@@ -208,11 +208,13 @@ class ProcessResult:
     za_loads: int = 0
     za_evictions: int = 0
     za_resident_hits: int = 0
+    #: Engine cycles of the kernel's own instructions (the RTL backend; 0 on the model).
+    kernel_engine_cycles: int = 0
 
     #: The kernel counters, by their names in :meth:`to_json_dict` (the same as the fields).
     KERNEL_COUNTERS = ("context_switches", "preemptions", "sme_saves", "lazy_restores",
                        "signals_delivered", "za_bytes_saved", "za_bytes_restored", "za_loads",
-                       "za_evictions", "za_resident_hits")
+                       "za_evictions", "za_resident_hits", "kernel_engine_cycles")
 
     def to_json_dict(self) -> dict:
         figures = {"exit_status": self.status, "signal": self.signal,

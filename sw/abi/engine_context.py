@@ -52,8 +52,11 @@ class EngineContextMixin:
     def _kissue(self, word: int, **operands: int):
         """Issue an instruction at EL1 on the kernel's behalf."""
         values = operand_values(word, operands)
+        started = self.engine.cycles
         with self.bus.kernel_mode():
             result = self.engine.issue(word, values)
+        if started is not None:
+            self.stats.kernel_engine_cycles += self.engine.cycles - started
         if result.status is not Status.OK:
             raise EngineProtocolError(f"kernel instruction 0x{word:08x} ended {result.status}")
         return result

@@ -39,7 +39,8 @@ in the threads' :class:`~sw.abi.task.FpState` and kernel-heap buffers. The polic
   buffers on a thread's very first use, and otherwise *restores*: SMCR.LEN, ``SMSTART``/
   ``SMSTOP`` of SM as needed (a transition zeroes Z/P), ``LDR Z``/``LDR P`` when SM=1,
   FPSR/FPCR; then it selects the physical ZA context holding the thread's ZA, or loads it into
-  the least recently used one (``SMSTART``/``SMSTOP`` ZA, ``LDR ZA`` rows when ZA=1); then it
+  another (``SMSTART``/``SMSTOP`` ZA, ``LDR ZA`` rows when ZA=1; the choice is in
+  :mod:`~zatile.sw.abi.za_contexts`); then it
   enables SME and the instruction is re-executed. If the engine still holds exactly this
   thread's Z/P (no other thread used it and the kernel changed nothing since the save:
   ``fpsimd_last_state``), their restore is skipped.
@@ -133,6 +134,9 @@ class KernelStats:
     za_resident_hits: int = 0
     #: ``PR_ZATILE_ZA_SELECT`` calls that changed the selection.
     za_selects: int = 0
+    #: Engine clock cycles the kernel's own instructions took (saves, restores, ZA loads and
+    #: stores), on an engine with a clock (:attr:`~zatile.sw.arch.engine.Engine.cycles`).
+    kernel_engine_cycles: int = 0
 
 
 class UserContext:

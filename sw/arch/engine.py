@@ -172,6 +172,12 @@ class Engine(ABC):
         return flags
 
     @property
+    def cycles(self) -> int | None:
+        """Clock cycles the engine has run so far, or None for an engine without a clock (the
+        model): what the kernel's statistics measure its own instructions in."""
+        return None
+
+    @property
     def za_context(self) -> int:
         """The physical ZA context instructions act on, 0 to ``config.za_contexts`` - 1 (0 out
         of reset).

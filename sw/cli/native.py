@@ -182,8 +182,9 @@ def _cmd_exec(args) -> int:
             f"{result.za_loads} loads, {result.za_evictions} evictions, "
             f"{result.za_resident_hits} found resident\n")
         if result.engine_cycles is not None:
-            sys.stderr.write(f"zatile: {result.engine_cycles} engine clock cycles simulated; "
-                             f"the host streamed {result.engine_streamed} engine instructions "
+            sys.stderr.write(f"zatile: {result.engine_cycles} engine clock cycles simulated, "
+                             f"{result.kernel_engine_cycles} of them in the kernel's "
+                             f"instructions; the host streamed {result.engine_streamed} engine instructions "
                              f"without waiting and waited for them {result.engine_drains} "
                              f"times\n")
     if args.stats_json:
