@@ -23,10 +23,10 @@ from zatile.sw.abi.sigframe import ContextRecord, frame_records
 from zatile.sw.arch.config import EngineConfig
 from zatile.sim.engine import ModelEngine
 
-__all__ = ["SVLS", "DATA_BASE", "use_engine", "physical_za_contexts", "new_kernel", "run_to_completion", "pattern",
-           "load_za",
-           "store_za", "load_z_p", "store_z_p", "z_p_bytes", "set_vl", "install_handler",
-           "exit_", "FrameCapture", "validate_frame", "start"]
+__all__ = ["SVLS", "DATA_BASE", "use_engine", "physical_za_contexts", "new_kernel",
+           "run_to_completion", "pattern", "load_za", "store_za", "load_z_p", "store_z_p",
+           "z_p_bytes", "set_vl", "install_handler", "exit_", "FrameCapture", "validate_frame",
+           "start"]
 
 #: SVLs (bits) of the default test engine.
 SVLS = (128, 256, 512)

@@ -16,7 +16,9 @@ from zatile.sw.abi import constants as c
 from zatile.sw.abi.layouts import round_up
 from zatile.sw.abi.mm import DATA_BASE, STACK_TOP, TEXT_BASE, VDSO_BASE, AddressSpace
 from zatile.sw.abi.program import Executable, Mov, Svc, Symbol, Syscall
-from zatile.sw.abi.task import CpuContext, FpState, ParkedZa, Process, SignalHandlers, Thread, ThreadState
+from zatile.sw.abi.task import (
+    CpuContext, FpState, ParkedZa, Process, SignalHandlers, Thread, ThreadState,
+)
 
 __all__ = ["ProcessesMixin"]
 

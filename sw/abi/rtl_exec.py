@@ -152,7 +152,8 @@ def call_rtl(path: str | Path, function: str, arguments: Sequence[int], *,
         for index, (_, data) in enumerate(inputs):
             (directory / f"input{index}").write_bytes(bytes(data))
 
-    with _simulation(path, EngineConfig(max_svl=svl), simulator, request, stage, progress) as directory:
+    with _simulation(path, EngineConfig(max_svl=svl), simulator, request, stage,
+                     progress) as directory:
         results = [(directory / f"output{index}").read_bytes() for index in range(len(outputs))]
         figures = json.loads((directory / "perf.json").read_text())
     if progress is not None:

@@ -184,9 +184,9 @@ def _cmd_exec(args) -> int:
         if result.engine_cycles is not None:
             sys.stderr.write(f"zatile: {result.engine_cycles} engine clock cycles simulated, "
                              f"{result.kernel_engine_cycles} of them in the kernel's "
-                             f"instructions; the host streamed {result.engine_streamed} engine instructions "
-                             f"without waiting and waited for them {result.engine_drains} "
-                             f"times\n")
+                             f"instructions; the host streamed {result.engine_streamed} "
+                             f"engine instructions without waiting and waited for them "
+                             f"{result.engine_drains} times\n")
     if args.stats_json:
         args.stats_json.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
     return result.status
