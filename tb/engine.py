@@ -343,6 +343,8 @@ class RtlEngine(Engine):
         self._fpsr = fpsr
         self._sme_enabled = True
         self._smcr_len = read_int(bench.dut.smcr_len)
+        if bench.config.za_contexts > 1:      # the bench may have selected another one
+            self._za_context = read_int(bench.dut.za_context)
         self.sm_changes = 0
         self._execute = resume(bench.execute)
         self._set_inputs = resume(self._drive_inputs)
@@ -363,9 +365,12 @@ class RtlEngine(Engine):
 
     async def _drive_inputs(self, **inputs) -> None:
         # Signals are written from the scheduler's thread, never from the bridge thread, and
-        # only while the engine is idle (an outer product may still be writing ZA).
+        # only while the engine is idle (an outer product may still be writing ZA); the next
+        # falling edge sees them applied, so the outputs read afterwards (``svcr`` of a newly
+        # selected ZA context) are the new ones.
         await self._bench.wait_idle()
         self._bench.set_inputs(**inputs)
+        await FallingEdge(self._bench.clock)
 
     @property
     def streams(self) -> bool:
