@@ -12,7 +12,7 @@ from functools import lru_cache
 from zatile.sw.abi import constants as c
 from zatile.sw.abi.layouts import sve_vq_from_vl
 from zatile.sw.abi.task import FpType, Thread, ThreadState
-from zatile.sw.arch.asm import assemble_line
+from zatile.sw.arch.asm import assemble_line, disassemble
 from zatile.sw.arch.engine import Status
 from zatile.sw.arch.isa import Trait, decode, operand_values, read_operands, write_result
 
@@ -58,7 +58,10 @@ class EngineContextMixin:
         if started is not None:
             self.stats.kernel_engine_cycles += self.engine.cycles - started
         if result.status is not Status.OK:
-            raise EngineProtocolError(f"kernel instruction 0x{word:08x} ended {result.status}")
+            raise EngineProtocolError(f"kernel instruction '{disassemble(word)}' (0x{word:08x}) "
+                                      f"ended {result.status.value}"
+                                      + (f" (SMTC {result.smtc})" if result.smtc is not None
+                                         else ""))
         return result
 
     def _engine_save(self, thread: Thread) -> None:

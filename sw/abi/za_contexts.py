@@ -46,10 +46,19 @@ class ZaContextsMixin:
     """
 
     def _init_za_contexts(self) -> None:
+        """Take the engine's physical contexts over: each holds nothing and has ZA off (an
+        engine used before, not reset, may have ZA on in some), context 0 selected."""
         #: What each physical context holds: (thread, selector) or None.
         self._resident: list[tuple[Thread, int] | None] = [None] * self.config.za_contexts
         #: Physical contexts, least recently bound first.
         self._recency: list[int] = list(range(self.config.za_contexts))
+        engine = self.engine
+        engine.sme_enabled = True
+        for slot in reversed(self._recency):
+            engine.za_context = slot
+            if engine.svcr & c.SVCR_ZA_MASK:
+                self._kissue(_SMSTOP_ZA)
+        engine.sme_enabled = False
 
     # ------------------------------------------------------------------- residency
     def _slot_of(self, thread: Thread, selector: int) -> int | None:
