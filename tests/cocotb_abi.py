@@ -38,7 +38,7 @@ async def abi_tests(dut) -> None:
         bench.bus.memory = memory
         return RtlEngine(bench)
 
-    common.use_engine(engine_class, config.max_svl)
+    common.use_engine(engine_class, config.max_svl, config.za_contexts)
     outcomes = []
     for module_name, function_name, arguments in settings["tests"]:
         await bench.reset(smcr_len=smcr_len_for(config.min_svl), sme_enable=False)

@@ -6,7 +6,9 @@ Verilog under Verilator, its memory port served from the kernel's bus. The selec
 every kernel path that drives the engine: lazy restore on the SME-disable trap, eager save on
 switch-out through the engine's own STR instructions, signal frames with ZA and streaming SVE,
 sigreturn, fork and clone, execve, prctl VL changes (the engine's SVL input), ptrace regsets,
-core dumps, and a multi-threaded stress run.
+core dumps, and a multi-threaded stress run. A second selection runs on an SVL 128 engine with
+four physical ZA contexts (the engine's ``za_context`` input): threads' ZA kept resident, the
+kernel's private ZA contexts, and the ABI rules with them.
 """
 
 from __future__ import annotations
@@ -48,19 +50,47 @@ SELECTION = [
 ]
 
 
-def test_selected_abi_tests_pass_on_the_rtl(tmp_path):
-    build = build_engine(CONFIG)
-    output = tmp_path / "abi.json"
-    settings = {"config": CONFIG.to_json_dict(), "tests": SELECTION, "output": str(output)}
+#: Virtual ZA contexts on an SVL 128 engine with four physical ZA contexts: the kernel keeps
+#: threads' and private contexts' ZA resident in them (docs/abi.md, "Virtual ZA contexts").
+ZA_CONTEXTS_CONFIG = EngineConfig(max_svl=128, za_contexts=4)
+ZA_CONTEXTS_SELECTION = [
+    ("test_abi_process", "test_context_switch_cost",
+     {"svl": 128, "svcr": c.SVCR_ZA_MASK, "physical_za_contexts": 4}),
+    ("test_abi_process", "test_za_fork", {}),
+    ("test_abi_signals", "test_za_regs", {"svl": 128}),
+    ("test_abi_ptrace", "test_za_ptrace", {}),
+    ("test_abi_stress", "test_stress_at_one_vector_length", {"seed": 5}),
+    ("test_za_contexts", "test_virtual_contexts_keep_their_own_za_and_za_bit", {"count": 4}),
+    ("test_za_contexts", "test_the_context_api_errors", {"count": 4}),
+    ("test_za_contexts", "test_fork_copies_every_virtual_context", {"count": 4}),
+    ("test_za_contexts", "test_a_signal_frame_holds_the_selected_context", {"count": 4}),
+    ("test_za_contexts", "test_a_tracer_sees_the_selected_context_of_a_resident_thread",
+     {"count": 4}),
+]
+
+
+def run_selection(config: EngineConfig, selection: list, directory: Path) -> None:
+    """Run ``selection`` on the RTL built for ``config``; fail with every failure."""
+    build = build_engine(config)
+    output = directory / "abi.json"
+    settings = {"config": config.to_json_dict(), "tests": selection, "output": str(output)}
     tests_dir = Path(__file__).parent
     build.run("cocotb_abi", extra_env={
         "ZATILE_ABI": json.dumps(settings),
         "PYTHONPATH": str(tests_dir)},
-        test_dir=tmp_path, log_file=tmp_path / "sim.log")
+        test_dir=directory, log_file=directory / "sim.log")
     outcomes = json.loads(output.read_text())
-    assert len(outcomes) == len(SELECTION)
+    assert len(outcomes) == len(selection)
     failed = [f"{o['test']}:\n{o['outcome']}" for o in outcomes if o["outcome"] != "passed"]
     assert not failed, "\n".join(failed)
     for outcome in outcomes:
         print(f"{outcome['test']}: {outcome['instructions']} engine instructions, "
               f"{outcome['cycles']} cycles, {outcome['seconds']} s")
+
+
+def test_selected_abi_tests_pass_on_the_rtl(tmp_path):
+    run_selection(CONFIG, SELECTION, tmp_path)
+
+
+def test_virtual_za_contexts_on_the_rtl(tmp_path):
+    run_selection(ZA_CONTEXTS_CONFIG, ZA_CONTEXTS_SELECTION, tmp_path)
