@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["ECP5_CELLS", "SynthesisError", "yosys_command", "synth_ecp5", "cell_table"]
+__all__ = ["ECP5_CELLS", "SynthesisError", "yosys_command", "synth_ecp5", "cell_table",
+           "count_table"]
 
 #: ECP5 cell types and the names the figures are reported under.
 ECP5_CELLS = {"LUT4": "LUT4", "TRELLIS_FF": "FF", "MULT18X18D": "DSP (MULT18X18D)",
@@ -99,4 +100,20 @@ def cell_table(rows: Iterable[tuple[str, dict[str, int], float]]) -> str:
         lines.append(f"  {label:<{label_width}}"
                      + "".join(f"  {counts.get(cell, 0):>{width}}" for cell, width in widths.items())
                      + f"   [{seconds:.0f} s]")
+    return "\n".join(lines)
+
+
+def count_table(rows: Iterable[tuple[str, dict[str, float]]]) -> str:
+    """A text table of derived cell counts (differences, averages) in :func:`cell_table`'s
+    columns: one line per (label, counts); a fractional count is shown with one decimal."""
+    rows = list(rows)
+    label_width = max([len("design")] + [len(label) for label, _ in rows])
+    widths = {cell: max(len(cell_label), 7) for cell, cell_label in ECP5_CELLS.items()}
+    lines = [f"  {'design':<{label_width}}"
+             + "".join(f"  {ECP5_CELLS[cell]:>{width}}" for cell, width in widths.items())]
+    for label, counts in rows:
+        figures = [(counts.get(cell, 0), width) for cell, width in widths.items()]
+        lines.append(f"  {label:<{label_width}}"
+                     + "".join(f"  {count:>{width}.{0 if count % 1 == 0 else 1}f}"
+                               for count, width in figures))
     return "\n".join(lines)
