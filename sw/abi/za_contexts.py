@@ -101,7 +101,8 @@ class ZaContextsMixin:
         thread, selector = self._resident[slot]
         engine = self.engine
         selected, enabled = engine.za_context, engine.sme_enabled
-        engine.sme_enabled = True
+        if not enabled:
+            engine.sme_enabled = True
         engine.za_context = slot
         za_on = bool(self._kissue(_MRS_SVCR).scalar & c.SVCR_ZA_MASK)
         address, _ = self._save_area(thread, selector)
@@ -113,7 +114,8 @@ class ZaContextsMixin:
             self.stats.save_instructions += svl_bytes
         self._set_saved_za(thread, selector, za_on)
         engine.za_context = selected
-        engine.sme_enabled = enabled
+        if not enabled:
+            engine.sme_enabled = False
 
     def _za_evict(self, slot: int) -> None:
         """Store what ``slot`` holds and free it."""
