@@ -83,16 +83,16 @@ def test_a_wrong_za_restore_is_caught_by_the_programs(monkeypatch):
     """Plant a kernel bug: the lazy restore skips the LDR of ZA's first array vector (row 0 of
     ZA0.S, which the programs fill), leaving the previous holder's row there. The threads then
     see each other's row, and the program says so."""
-    kissue = engine_context.EngineContextMixin._kissue
+    kstream = engine_context.EngineContextMixin._kstream
     skipped = []
 
-    def skip_last_row(self, word, **operands):
-        if word == za_contexts._LDR_ZA and operands["rv"] == 0:
+    def skip_first_row(self, steps):
+        if steps and steps[0][0] == za_contexts._LDR_ZA:
             skipped.append(self.current.tid)
-            return None
-        return kissue(self, word, **operands)
+            steps = steps[1:]
+        kstream(self, steps)
 
-    monkeypatch.setattr(engine_context.EngineContextMixin, "_kissue", skip_last_row)
+    monkeypatch.setattr(engine_context.EngineContextMixin, "_kstream", skip_first_row)
     _, stdout, _ = run_preempted("threads_za", 128, quantum=3000, seed=1)
     assert skipped, "the restore sequence never ran"
     assert b"ZA lost" in stdout

@@ -13,7 +13,7 @@ from zatile.sw.abi import constants as c
 from zatile.sw.abi.layouts import sve_vq_from_vl
 from zatile.sw.abi.task import FpType, Thread, ThreadState
 from zatile.sw.arch.asm import assemble_line, disassemble
-from zatile.sw.arch.engine import Status
+from zatile.sw.arch.engine import Status, StreamError
 from zatile.sw.arch.isa import Trait, decode, operand_values, read_operands, write_result
 
 __all__ = ["EngineContextMixin", "IllegalInstruction", "EngineProtocolError"]
@@ -64,6 +64,21 @@ class EngineContextMixin:
                                          else ""))
         return result
 
+    def _kstream(self, steps: list[tuple[int, dict[str, int]]]) -> None:
+        """Issue a sequence of loads or stores at EL1 without waiting for each (the engine
+        overlaps them: docs/architecture.md, "The host runs ahead"), then wait for all. Only for
+        instructions that cannot fail: register transfers to and from kernel memory."""
+        started = self.engine.cycles
+        with self.bus.kernel_mode():
+            try:
+                for word, operands in steps:
+                    self.engine.stream(word, operand_values(word, operands))
+                self.engine.drain()
+            except StreamError as error:
+                raise EngineProtocolError(f"kernel instructions failed: {error}") from None
+        if started is not None:
+            self.stats.kernel_engine_cycles += self.engine.cycles - started
+
     def _engine_save(self, thread: Thread) -> None:
         """Store the engine's copy of ``thread``'s SVCR, Z/P and FPSR/FPCR into its save areas
         (the engine stays on; ZA stays resident: :mod:`~zatile.sw.abi.za_contexts`)."""
@@ -72,11 +87,10 @@ class EngineContextMixin:
         count = 1
         fp.svcr = self._kissue(_MRS_SVCR).scalar
         if fp.svcr & c.SVCR_SM_MASK:
-            for n in range(32):
-                self._kissue(_STR_Z[n], rn=fp.sve_state + n * svl_bytes)
             predicates = fp.sve_state + 32 * svl_bytes
-            for n in range(16):
-                self._kissue(_STR_P[n], rn=predicates + n * (svl_bytes // 8))
+            self._kstream([(_STR_Z[n], {"rn": fp.sve_state + n * svl_bytes}) for n in range(32)]
+                          + [(_STR_P[n], {"rn": predicates + n * (svl_bytes // 8)})
+                             for n in range(16)])
             # FFR is not accessible in streaming mode without FA64: it is saved as zero.
             self.ops.write_kernel(predicates + 16 * (svl_bytes // 8), bytes(svl_bytes // 8))
             fp.fp_type = FpType.SVE
@@ -104,11 +118,10 @@ class EngineContextMixin:
             self._kissue(_SMSTART_SM if fp.svcr & c.SVCR_SM_MASK else _SMSTOP_SM)
             count += 1
         if fp.svcr & c.SVCR_SM_MASK:
-            for n in range(32):
-                self._kissue(_LDR_Z[n], rn=fp.sve_state + n * svl_bytes)
             predicates = fp.sve_state + 32 * svl_bytes
-            for n in range(16):
-                self._kissue(_LDR_P[n], rn=predicates + n * (svl_bytes // 8))
+            self._kstream([(_LDR_Z[n], {"rn": fp.sve_state + n * svl_bytes}) for n in range(32)]
+                          + [(_LDR_P[n], {"rn": predicates + n * (svl_bytes // 8)})
+                             for n in range(16)])
             count += 48
         self.stats.restores += 1
         self.stats.restore_instructions += count

@@ -37,6 +37,11 @@ _SMSTART_ZA, _SMSTOP_ZA = assemble_line("smstart za"), assemble_line("smstop za"
 _STR_ZA, _LDR_ZA = assemble_line("str za[w12, 0], [x0]"), assemble_line("ldr za[w12, 0], [x0]")
 
 
+def _za_rows(word: int, address: int, svl_bytes: int) -> list[tuple[int, dict[str, int]]]:
+    """``word`` (LDR or STR ZA[W12, 0]) for every row of a ZA save area at ``address``."""
+    return [(word, {"rv": row, "rn": address + row * svl_bytes}) for row in range(svl_bytes)]
+
+
 class ZaContextsMixin:
     """The residency of virtual ZA contexts in the engine's physical ones, and the
     ``PR_ZATILE_ZA_*`` prctl options.
@@ -108,8 +113,7 @@ class ZaContextsMixin:
         address, _ = self._save_area(thread, selector)
         if za_on:
             svl_bytes = thread.fp.sme_vl
-            for row in range(svl_bytes):
-                self._kissue(_STR_ZA, rv=row, rn=address + row * svl_bytes)
+            self._kstream(_za_rows(_STR_ZA, address, svl_bytes))
             self.stats.za_bytes_saved += svl_bytes * svl_bytes
             self.stats.save_instructions += svl_bytes
         self._set_saved_za(thread, selector, za_on)
@@ -194,8 +198,7 @@ class ZaContextsMixin:
             count += 1
         if za_on:
             svl_bytes = thread.fp.sme_vl
-            for row in range(svl_bytes):
-                self._kissue(_LDR_ZA, rv=row, rn=address + row * svl_bytes)
+            self._kstream(_za_rows(_LDR_ZA, address, svl_bytes))
             count += svl_bytes
             self.stats.za_bytes_restored += svl_bytes * svl_bytes
         self.stats.restore_instructions += count
