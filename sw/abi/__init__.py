@@ -13,6 +13,8 @@ Modules, in the order a reader follows a system call:
   ptrace regsets, core files.
 * :mod:`zatile.sw.abi.kernel` — the :class:`~zatile.sw.abi.kernel.Kernel`: scheduling, stepping, system-call
   dispatch; it combines :mod:`zatile.sw.abi.engine_context` (SME state on the engine, the SME trap),
+  :mod:`zatile.sw.abi.za_contexts` (ZA resident in the engine's physical ZA contexts, virtual ZA
+  contexts),
   :mod:`zatile.sw.abi.signals` (delivery, sigreturn), :mod:`zatile.sw.abi.processes` (clone, execve, exit),
   :mod:`zatile.sw.abi.ptrace`, :mod:`zatile.sw.abi.procfs` (sysctl, cpuinfo, auxv) and the core dumps of
   :mod:`zatile.sw.abi.coredump`.
