@@ -28,6 +28,15 @@ _STR_P = tuple(assemble_line(f"str p{n}, [x0]") for n in range(16))
 _LDR_P = tuple(assemble_line(f"ldr p{n}, [x0]") for n in range(16))
 
 
+def _z_p_transfers(z_words: tuple[int, ...], p_words: tuple[int, ...], address: int,
+                   svl_bytes: int) -> list[tuple[int, dict[str, int]]]:
+    """The STR or LDR of Z0-Z31 then P0-P15 for a save area at ``address`` (the signal-frame
+    register layout), as :meth:`EngineContextMixin._kstream` steps."""
+    predicates = address + 32 * svl_bytes
+    return ([(word, {"rn": address + n * svl_bytes}) for n, word in enumerate(z_words)]
+            + [(word, {"rn": predicates + n * (svl_bytes // 8)}) for n, word in enumerate(p_words)])
+
+
 @lru_cache(maxsize=4096)
 def _has_trait(word: int, trait: Trait) -> bool:
     decoded = decode(word)
@@ -87,10 +96,8 @@ class EngineContextMixin:
         count = 1
         fp.svcr = self._kissue(_MRS_SVCR).scalar
         if fp.svcr & c.SVCR_SM_MASK:
+            self._kstream(_z_p_transfers(_STR_Z, _STR_P, fp.sve_state, svl_bytes))
             predicates = fp.sve_state + 32 * svl_bytes
-            self._kstream([(_STR_Z[n], {"rn": fp.sve_state + n * svl_bytes}) for n in range(32)]
-                          + [(_STR_P[n], {"rn": predicates + n * (svl_bytes // 8)})
-                             for n in range(16)])
             # FFR is not accessible in streaming mode without FA64: it is saved as zero.
             self.ops.write_kernel(predicates + 16 * (svl_bytes // 8), bytes(svl_bytes // 8))
             fp.fp_type = FpType.SVE
@@ -118,10 +125,7 @@ class EngineContextMixin:
             self._kissue(_SMSTART_SM if fp.svcr & c.SVCR_SM_MASK else _SMSTOP_SM)
             count += 1
         if fp.svcr & c.SVCR_SM_MASK:
-            predicates = fp.sve_state + 32 * svl_bytes
-            self._kstream([(_LDR_Z[n], {"rn": fp.sve_state + n * svl_bytes}) for n in range(32)]
-                          + [(_LDR_P[n], {"rn": predicates + n * (svl_bytes // 8)})
-                             for n in range(16)])
+            self._kstream(_z_p_transfers(_LDR_Z, _LDR_P, fp.sve_state, svl_bytes))
             count += 48
         self.stats.restores += 1
         self.stats.restore_instructions += count
