@@ -20,7 +20,7 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.hw.engine import ZaTileEngine
 from zatile.hw.library import ModuleLibrary
 
-__all__ = ["TOPLEVEL", "LINT_WAIVERS", "generate_verilog"]
+__all__ = ["TOPLEVEL", "LINT_WAIVERS", "generate_verilog", "write_design"]
 
 #: Name of the generated toplevel module.
 TOPLEVEL = "zatile_engine"
@@ -51,23 +51,32 @@ def generate_verilog(config: EngineConfig, directory: str | Path) -> list[Path]:
         If ``config`` is not an :class:`EngineConfig`.
     """
     library = ModuleLibrary()
-    engine = ZaTileEngine(config, library)
+    return write_design(ZaTileEngine(config, library), TOPLEVEL, library, directory,
+                        {"config": config.to_json_dict()})
+
+
+def write_design(top: wiring.Component, name: str, library: ModuleLibrary,
+                 directory: str | Path, description: dict) -> list[Path]:
+    """Write ``top`` as Verilog module ``name`` with the modules of ``library`` (``<name>.v``),
+    its Verilator control file (``<name>.vlt``: the lint waivers, the repeated units as
+    hierarchical blocks) and ``<name>.json`` (``description`` and the port list); return the
+    three paths."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    text = verilog.convert(engine, name=TOPLEVEL, emit_src=False, strip_internal_attrs=True)
-    source = directory / f"{TOPLEVEL}.v"
+    text = verilog.convert(top, name=name, emit_src=False, strip_internal_attrs=True)
+    source = directory / f"{name}.v"
     source.write_text(text + library.verilog())
-    control = directory / f"{TOPLEVEL}.vlt"
+    control = directory / f"{name}.vlt"
     control.write_text("`verilator_config\n" + "".join(
         f"// {rule}: {reason}\nlint_off -rule {rule}\n" for rule, reason in LINT_WAIVERS.items())
         + "// Repeated units: Verilated once each with --hierarchical\n" + "".join(
-        f'hier_block -module "{name}"\n' for name in library.modules))
-    description = directory / f"{TOPLEVEL}.json"
+        f'hier_block -module "{module}"\n' for module in library.modules))
     ports = {"clk": {"direction": "in", "width": 1}, "rst": {"direction": "in", "width": 1}}
-    for path, member, value in engine.signature.flatten(engine):
+    for path, member, value in top.signature.flatten(top):
         ports["__".join(str(part) for part in path)] = {
             "direction": "in" if member.flow == wiring.In else "out",
             "width": len(Value.cast(value))}
-    description.write_text(json.dumps({"toplevel": TOPLEVEL, "config": config.to_json_dict(),
-                                       "ports": ports}, indent=1) + "\n")
-    return [source, control, description]
+    json_file = directory / f"{name}.json"
+    json_file.write_text(json.dumps({"toplevel": name, **description, "ports": ports},
+                                    indent=1) + "\n")
+    return [source, control, json_file]

