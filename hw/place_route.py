@@ -25,7 +25,7 @@ from typing import Iterable
 from zatile.hw.synthesis import SynthesisError, synth_script, yosys_command
 
 __all__ = ["ECP5_DEVICES", "PlaceRouteError", "DoesNotFit", "PlaceRouteReport",
-           "nextpnr_command", "place_and_route"]
+           "utilisation_json", "nextpnr_command", "place_and_route"]
 
 #: ECP5 parts by their ordering name: the nextpnr-ecp5 option that selects each.
 ECP5_DEVICES = {"LFE5U-12F": "--12k", "LFE5U-25F": "--25k", "LFE5U-45F": "--45k",
@@ -46,7 +46,17 @@ class PlaceRouteError(RuntimeError):
 
 
 class DoesNotFit(PlaceRouteError):
-    """The design needs more cells of some type than the device has."""
+    """The design needs more cells of some type than the device has.
+
+    Attributes
+    ----------
+    utilisation : dict
+        ``{cell type: (used, available)}`` as nextpnr counted them before giving up.
+    """
+
+    def __init__(self, message: str, utilisation: dict[str, tuple[int, int]]):
+        super().__init__(message)
+        self.utilisation = utilisation
 
 
 @dataclass(frozen=True)
@@ -72,17 +82,22 @@ class PlaceRouteReport:
         return all(achieved >= constraint for achieved, constraint in self.fmax.values())
 
     def to_json_dict(self) -> dict:
-        headline = {name: self.utilisation.get(cell, (0, 0))[0]
-                    for cell, name in HEADLINE_CELLS.items()}
-        return {"device": self.device, "package": self.package, "fits": True,
-                **headline,
-                "utilisation": {cell: {"used": used, "available": available}
-                                for cell, (used, available) in self.utilisation.items()},
+        return {"device": self.device, "package": self.package,
+                **utilisation_json(self.utilisation),
                 "fmax_mhz": {clock: round(achieved, 2)
                              for clock, (achieved, _) in self.fmax.items()},
                 "constraint_mhz": {clock: constraint
                                    for clock, (_, constraint) in self.fmax.items()},
                 "timing_met": self.timing_met}
+
+
+def utilisation_json(utilisation: dict[str, tuple[int, int]]) -> dict:
+    """``fits``, the headline cell counts (``LUT4``, ``FF``, ``MULT18X18D``, ``DP16KD``) and
+    every cell type's used and available counts, for a report."""
+    return {"fits": all(used <= available for used, available in utilisation.values()),
+            **{name: utilisation.get(cell, (0, 0))[0] for cell, name in HEADLINE_CELLS.items()},
+            "utilisation": {cell: {"used": used, "available": available}
+                            for cell, (used, available) in utilisation.items()}}
 
 
 def nextpnr_command() -> list[str]:
@@ -142,10 +157,10 @@ def place_and_route(sources: Iterable[Path], top: str, *, device: str = "LFE5U-8
             log.write_text(output)
         utilisation = {cell: (int(used), int(available))
                        for cell, used, available in _UTILISATION.findall(output)}
-        over = [f"{HEADLINE_CELLS.get(cell, cell)} {used} of {available}"
+        over = [f"{HEADLINE_CELLS.get(cell, cell)} {used:,} of {available:,}"
                 for cell, (used, available) in utilisation.items() if used > available]
         if over:
-            raise DoesNotFit(f"{top} does not fit {device}: {', '.join(over)}")
+            raise DoesNotFit(f"{top} does not fit {device}: {', '.join(over)}", utilisation)
         if run.returncode != 0 or not (work / "report.json").exists():
             tail = "\n".join(output.splitlines()[-12:])
             raise PlaceRouteError(f"nextpnr-ecp5 failed on {top} for {device} {package}:\n{tail}")

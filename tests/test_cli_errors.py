@@ -121,6 +121,16 @@ def _mistakes(folder: Path) -> dict[str, list[str]]:
                                       str(folder / "v")],
         "verilog zero memory width": ["verilog", "--svl", "128", "--mem-width", "0", "-o",
                                       str(folder / "v")],
+        # fpga (each refused before any synthesis)
+        "fpga unknown device": ["fpga", "--svl", "128", "--device", "XC7A35T", "-o",
+                                str(folder / "f")],
+        "fpga unknown design": ["fpga", "--svl", "128", "--design", "gpu", "-o",
+                                str(folder / "f")],
+        "fpga zero frequency": ["fpga", "--svl", "128", "--frequency", "0", "-o",
+                                str(folder / "f")],
+        "fpga unknown feature": ["fpga", "--svl", "128", "--features", "I8I33", "-o",
+                                 str(folder / "f")],
+        "fpga output is a file": ["fpga", "--svl", "128", "-o", program],
         # no command
         "unknown command": ["frobnicate"],
         "unknown option": ["run", program, "--svl", "128", "--colour"],
@@ -184,6 +194,14 @@ def test_verilog_refuses_to_overwrite_without_force(tmp_path, capsys):
                                                     str(tmp_path)]), "overwrite")
     assert "zatile_engine.json' exists; pass --force" in error
     assert (tmp_path / "zatile_engine.json").read_text() == "{}"
+
+
+def test_fpga_refuses_to_overwrite_a_report_without_force(tmp_path, capsys):
+    (tmp_path / "zatile_fpga.json").write_text("{}")
+    error = _assert_one_error_line(capsys, _status(["fpga", "--svl", "128", "-o",
+                                                    str(tmp_path)]), "overwrite")
+    assert "zatile_fpga.json' exists; pass --force" in error
+    assert (tmp_path / "zatile_fpga.json").read_text() == "{}"
 
 
 _WORDS = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
