@@ -146,14 +146,14 @@ def _gemm(kind: str, svl_bytes: int) -> list[tuple[int, tuple]]:
 
 
 async def _measure(bench: EngineBench, stream: list[tuple[int, tuple]]) -> dict:
-    before, requests = bench.perf(), bench.memory.requests
+    before, requests = await bench.read_perf(), bench.memory.requests
     started = time.monotonic()
     for word, sources in stream:
         bench.issue_nowait(word, sources, lambda result: None)
     await bench.drain()
     await bench.wait_idle()
     wall = time.monotonic() - started
-    after = bench.perf()
+    after = await bench.read_perf()
     delta = {name: after[name] - before[name] for name in after}
     delta["memory_requests"] = bench.memory.requests - requests
     delta["wall_seconds"] = wall

@@ -4,7 +4,8 @@
 memory responder, debug reader) and offers whole-instruction operations on them: issue and wait
 (lock step), issue without waiting (streaming, results are routed back in order), drain, load an
 :class:`~sim.state.ArchState` through the issue port, and read the architectural registers back
-through the debug port.
+through the debug port. (:class:`zatile.tb.soc.SocBench` offers the same operations on the SoC
+wrapper, through its AXI ports.)
 
 :class:`RtlEngine` is the same engine behind the blocking :class:`~zatile.sw.arch.engine.Engine`
 interface the CPU side (the kernel model, :func:`zatile.sim.straight_line.execute_program`) is
@@ -100,13 +101,12 @@ class EngineBench:
         self.rng = random.Random(seed)
         self.clock = signal(dut, "clk")
         self.bus = BusMemory(Memory(), config.mem_data_width // 8, self.rng)
-        self.debug = DebugReader(dut, self.clock, config.max_svl)
         self.timeout_cycles = timeout_cycles
         self._pause_style = pauses
         self._outstanding: deque[tuple[int, Callable[[RtlResult], None]]] = deque()
         self._drained = Event()
         self._drained.set()
-        self.issue = self.results = self.memory = None
+        self.issue = self.results = self.memory = self.debug = None
         self._clock_started = False
         #: Told what enters the engine and what leaves it, when set (functional coverage).
         self.overlap: OverlapTracker | None = None
@@ -137,9 +137,7 @@ class EngineBench:
             For a ZA context the configuration does not have.
         """
         if za_context is not None:
-            if not 0 <= za_context < self.config.za_contexts:
-                raise ValueError(f"ZA context {za_context} does not exist (the engine has "
-                                 f"{self.config.za_contexts})")
+            self._check_za_context(za_context)
             if self.config.za_contexts > 1:
                 self.dut.za_context.value = za_context
         if smcr_len is not None:
@@ -149,35 +147,55 @@ class EngineBench:
         if fpcr is not None:
             self.dut.fpcr.value = fpcr & 0xFFFF_FFFF
 
+    def _check_za_context(self, context: int) -> None:
+        if not 0 <= context < self.config.za_contexts:
+            raise ValueError(f"ZA context {context} does not exist (the engine has "
+                             f"{self.config.za_contexts})")
+
     async def reset(self, *, smcr_len: int, sme_enable: bool = True, fpcr: int = 0,
                     memory: Memory | None = None) -> None:
         """Reset the engine with the given control inputs and attach ``memory``.
 
         Returns at a falling clock edge, the phase every agent works in.
         """
+        self._prepare_reset()
+        self.set_inputs(smcr_len=smcr_len, sme_enable=sme_enable, fpcr=fpcr, za_context=0)
+        self.dut.rst.value = 1
+        if self.issue is None:
+            self._attach_agents()
+        await ClockCycles(self.clock, 2, FallingEdge)
+        self.dut.rst.value = 0
+        await FallingEdge(self.clock)
+        self._attach_memory(memory)
+        self._check_identity(read_int(signal(self.dut, "id_aa64smfr0")))
+
+    def _prepare_reset(self) -> None:
+        """Start the clock (once); refuse to reset with instructions outstanding."""
         if not self._clock_started:
             Clock(self.clock, CLOCK_NS, unit="ns").start()
             self._clock_started = True
         if self._outstanding:
             raise RuntimeError(f"reset with {len(self._outstanding)} instructions outstanding")
-        self.set_inputs(smcr_len=smcr_len, sme_enable=sme_enable, fpcr=fpcr, za_context=0)
-        self.dut.rst.value = 1
-        if self.issue is None:
-            self.issue = IssueDriver(self.dut, self.clock, rng=self.rng)
-            self.results = ResultMonitor(self.dut, self.clock)
-            self.results.callbacks.append(self._route_result)
-            self.memory = MemoryResponder(self.dut, self.clock, self.bus)
-            self.set_pauses(self._pause_style)
-        await ClockCycles(self.clock, 2, FallingEdge)
-        self.dut.rst.value = 0
-        await FallingEdge(self.clock)
+
+    def _attach_agents(self) -> None:
+        """The agents on the engine's ports (made at the first reset)."""
+        self.issue = IssueDriver(self.dut, self.clock, rng=self.rng)
+        self.results = ResultMonitor(self.dut, self.clock)
+        self.results.callbacks.append(self._route_result)
+        self.memory = MemoryResponder(self.dut, self.clock, self.bus)
+        self.debug = DebugReader(self.dut, self.clock, self.config.max_svl)
+        self.set_pauses(self._pause_style)
+
+    def _attach_memory(self, memory: Memory | None) -> None:
+        """Serve ``memory`` (an empty one if None) from now on, with fresh logs."""
         self.bus.memory = memory if memory is not None else Memory()
         self.bus.private = Memory()
         self.bus.take_writes()
         self.bus.take_forced()
-        identity = read_int(signal(self.dut, "id_aa64smfr0"))
+
+    def _check_identity(self, identity: int) -> None:
         if identity != self.config.id_aa64smfr0:
-            raise AssertionError(f"id_aa64smfr0 output 0x{identity:016x}, configuration "
+            raise AssertionError(f"ID_AA64SMFR0 reads 0x{identity:016x}, configuration "
                                  f"0x{self.config.id_aa64smfr0:016x}")
 
     # ------------------------------------------------------------------ instructions
@@ -260,6 +278,9 @@ class EngineBench:
         z_bytes, p_bytes = 32 * svl_bytes, 16 * (svl_bytes // 8)
         staging = np.concatenate([state.z.reshape(-1), state.p.reshape(-1),
                                   state.za.reshape(-1)]).astype(np.uint8)
+        # whole beats: a bus that reads whole beats (AXI, tb.soc) finds all it reads mapped
+        staging = np.concatenate([staging, np.zeros(-staging.size % self.bus.beat_bytes,
+                                                    np.uint8)])
         self.bus.private = Memory()          # a fresh staging area for every load
         self.bus.map_private(STAGING_BASE, staging)
         self.bus.private_enabled = True
@@ -305,7 +326,7 @@ class EngineBench:
         arrays["svl_bytes"] = svl_bytes
         return arrays
 
-    def perf(self) -> dict[str, int]:
+    async def read_perf(self) -> dict[str, int]:
         """The performance counters (``perf`` output)."""
         return Payload(self.dut, "perf", layout_fields(PerfLayout)).read()
 

@@ -33,7 +33,7 @@ from zatile.tb.pauses import PauseGenerator
 from zatile.tb.stream import StreamSink, StreamSource, layout_fields
 
 __all__ = ["BusError", "BeatWrite", "BusMemory", "MemoryResponder", "memory_with_holes",
-           "request_fields", "response_fields"]
+           "memory_in_whole_beats", "request_fields", "response_fields"]
 
 
 class BusError(AssertionError):
@@ -163,11 +163,12 @@ class BusMemory:
 
     # ---------------------------------------------------------------------------- beats
     def access(self, address: int, write: bool, data: int, byte_enable: int,
-               first: bool = True) -> tuple[int, bool]:
+               first: bool = True, forceable: bool = True) -> tuple[int, bool]:
         """Perform one beat; returns (read data, error).
 
         A beat not marked ``first`` after one answered with ``error`` is abandoned: answered
-        with ``error``, not performed (module documentation).
+        with ``error``, not performed (module documentation). ``forceable=False`` exempts the
+        beat from forced errors.
 
         Raises
         ------
@@ -195,7 +196,7 @@ class BusMemory:
                 break
             pieces.extend(mapped)
         forced = False
-        if not error and byte_enable and self.forced_error_rate \
+        if not error and byte_enable and forceable and self.forced_error_rate \
                 and self.rng.random() < self.forced_error_rate:
             error = forced = True
             self.forced.append((address, byte_enable, write))
@@ -262,6 +263,28 @@ def memory_with_holes(memory: Memory, holes: list[tuple[int, int]]) -> tuple[Mem
             originals[original][offset:offset + data.size] = data
 
     return split, merge_back
+
+
+def memory_in_whole_beats(memory: Memory, beat_bytes: int) -> Memory:
+    """A copy of ``memory`` mapped in whole beats of ``beat_bytes``: every region rounded out to
+    beat boundaries (the added bytes zero), and regions that then overlap or touch merged into
+    one (a beat-wide access crosses from one to the next, as on the bus).
+
+    A bus whose reads carry no byte enables (AXI, :mod:`zatile.tb.soc`) reads whole beats, so
+    its memory must be mapped in whole beats for the reference model to see the same memory.
+    """
+    spans: list[list[int]] = []
+    for base, data in memory.regions.items():            # in address order
+        start = base - base % beat_bytes
+        end = min(-(-(base + data.size) // beat_bytes) * beat_bytes, 1 << 64)
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    rounded = Memory({start: np.zeros(end - start, np.uint8) for start, end in spans})
+    for base, data in memory.regions.items():
+        rounded.write(base, data)
+    return rounded
 
 
 class MemoryResponder:

@@ -14,7 +14,7 @@ import random
 from typing import Iterator
 
 __all__ = ["PauseGenerator", "no_pauses", "random_pauses", "bursty_pauses", "pauses_by_name",
-           "PAUSE_STYLES"]
+           "per_cycle", "PAUSE_STYLES"]
 
 PauseGenerator = Iterator[int]
 
@@ -73,3 +73,11 @@ def pauses_by_name(style: str, rng: random.Random) -> PauseGenerator:
     if style == "bursty":
         return bursty_pauses(rng)
     raise ValueError(f"unknown pause style {style!r}; choose from {', '.join(PAUSE_STYLES)}")
+
+
+def per_cycle(pauses: PauseGenerator) -> Iterator[bool]:
+    """``pauses`` as the per-cycle flags cocotbext-axi channels take (``set_pause_generator``):
+    for each number drawn, that many paused cycles, then one cycle free to hand shake."""
+    for idle in pauses:
+        yield from itertools.repeat(True, idle)
+        yield False

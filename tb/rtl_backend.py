@@ -42,12 +42,12 @@ async def run_program(dut) -> None:
         await bench.load_state(initial)
         engine = RtlEngine(bench, fpsr=initial.fpsr)
         await bench.wait_idle()
-        before = bench.perf()
+        before = await bench.read_perf()
         results, x, sp, nzcv = await bridge(execute_program)(engine, program["words"],
                                                              initial.x, initial.sp,
                                                              initial.nzcv)
         await bench.wait_idle()
-        perf = {name: count - before[name] for name, count in bench.perf().items()}
+        perf = {name: count - before[name] for name, count in (await bench.read_perf()).items()}
         snapshot = await bench.snapshot(za=True)
         final = ArchState(svl=initial.svl, svcr=snapshot["svcr"], za=snapshot["za"],
                           z=snapshot["z"], p=snapshot["p"], ffr=snapshot["ffr"],

@@ -56,19 +56,21 @@ from typing import Callable, Iterable, Mapping
 
 __all__ = ["REPO", "CACHE", "SIMULATORS", "Build", "TestRun", "SimulationFailed",
            "verilator_env", "waves_requested", "quiet", "build_design", "engine_verilog",
-           "build_engine"]
+           "build_engine", "soc_verilog", "build_soc"]
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("ZATILE_CACHE", REPO / ".zatile-cache"))
 SIMULATORS = ("verilator", "icarus")
 #: Bump when the way builds are made changes (invalidates every cached build).
 _BUILD_RECIPE = 4
-#: What the fresh interpreter of :func:`engine_verilog` runs (argv: configuration JSON, directory).
-_GENERATE = ("import json, sys; from zatile.hw.verilog import generate_verilog; "
-             "from zatile.sw.arch.config import EngineConfig; print(*generate_verilog("
-             "EngineConfig.from_json_dict(json.loads(sys.argv[1])), sys.argv[2]))")
-#: The modules whose source, with every module of ours they import, decides the engine's Verilog.
-ENGINE_GENERATOR = ("zatile.hw.verilog", "zatile.sw.arch.config")
+#: The generators of the designs built here: module and function, called in a fresh
+#: interpreter with (EngineConfig, folder). Their sources, with every module of ours they import,
+#: key the generated Verilog.
+_GENERATORS = {"engine": ("zatile.hw.verilog", "generate_verilog"),
+               "soc": ("zatile.hw.soc.verilog", "generate_soc_verilog")}
+_GENERATE = ("import json, sys, importlib; from zatile.sw.arch.config import EngineConfig; "
+             "generate = getattr(importlib.import_module(sys.argv[1]), sys.argv[2]); "
+             "print(*generate(EngineConfig.from_json_dict(json.loads(sys.argv[3])), sys.argv[4]))")
 
 _VERILATOR_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast",
                    "--x-initial", "fast", "--hierarchical"]
@@ -540,22 +542,42 @@ def engine_verilog(config) -> list[Path]:
     RuntimeError
         If the generation fails, or ``hw/`` changed while it ran.
     """
-    fingerprint = _source_fingerprint(ENGINE_GENERATOR)
+    return _generated("engine", config)
+
+
+def soc_verilog(config) -> list[Path]:
+    """The generated files of :func:`zatile.hw.soc.verilog.generate_soc_verilog` for
+    ``config`` (``zatile_soc.v``, ``.vlt``, ``.json``), cached like :func:`engine_verilog`.
+
+    Raises
+    ------
+    RuntimeError
+        If the generation fails, or ``hw/`` changed while it ran.
+    """
+    return _generated("soc", config)
+
+
+def _generated(design: str, config) -> list[Path]:
+    module, function = _GENERATORS[design]
+    generator = (module, "zatile.sw.arch.config")
+    fingerprint = _source_fingerprint(generator)
     key = _digest([_BUILD_RECIPE, json.dumps(config.to_json_dict(), sort_keys=True),
                    *fingerprint])
-    directory = CACHE / f"verilog-svl{config.max_svl}-{key}"
+    prefix = "verilog" if design == "engine" else f"{design}-verilog"
+    directory = CACHE / f"{prefix}-svl{config.max_svl}-{key}"
     stamp = directory / "generated.json"
     with _locked(CACHE / f"{directory.name}.lock"):
         if not stamp.exists():
             shutil.rmtree(directory, ignore_errors=True)
             start = time.monotonic()
             generated = subprocess.run(
-                [sys.executable, "-c", _GENERATE, json.dumps(config.to_json_dict()),
-                 str(directory)], capture_output=True, text=True, cwd=REPO)
+                [sys.executable, "-c", _GENERATE, module, function,
+                 json.dumps(config.to_json_dict()), str(directory)],
+                capture_output=True, text=True, cwd=REPO)
             if generated.returncode:
-                raise RuntimeError(f"generating the Verilog of {config} failed:\n"
+                raise RuntimeError(f"generating the {design} Verilog of {config} failed:\n"
                                    f"{generated.stderr[-4000:]}")
-            if _source_fingerprint(ENGINE_GENERATOR) != fingerprint:
+            if _source_fingerprint(generator) != fingerprint:
                 shutil.rmtree(directory, ignore_errors=True)
                 raise RuntimeError("hw/ changed while its Verilog was generated; run again")
             paths = [Path(line) for line in generated.stdout.split()]
@@ -566,8 +588,17 @@ def engine_verilog(config) -> list[Path]:
 
 def build_engine(config, simulator: str = "verilator", waves: bool | None = None) -> Build:
     """Build the engine for ``config`` (cached; see the module docstring)."""
-    sources = engine_verilog(config)
+    return _build_generated("engine", engine_verilog(config), config, simulator, waves)
 
+
+def build_soc(config, simulator: str = "verilator", waves: bool | None = None) -> Build:
+    """Build the SoC wrapper (toplevel ``zatile_soc``) for ``config`` (cached; see the module
+    docstring)."""
+    return _build_generated("soc", soc_verilog(config), config, simulator, waves)
+
+
+def _build_generated(design: str, sources: list[Path], config, simulator: str,
+                     waves: bool | None) -> Build:
     def write(directory: Path) -> list[Path]:
         copies = []
         for source in sources:
@@ -577,5 +608,5 @@ def build_engine(config, simulator: str = "verilator", waves: bool | None = None
 
     # Keyed by the generated files themselves (their directory name is their key).
     key = [source.parent.name for source in sources[:1]]
-    name = f"engine-svl{config.max_svl}-w{config.mem_data_width}"
-    return build_design(name, write, key, simulator, waves)
+    name = f"{design}-svl{config.max_svl}-w{config.mem_data_width}"
+    return build_design(name, write, key, simulator, waves, toplevel=f"zatile_{design}")

@@ -10,12 +10,22 @@ in ``ZATILE_TB``:
 ``check_every``   compare ZA/Z/P through the debug port after every lock-step instruction
 ``scale``         fraction of each directed group's programs to run (smoke runs use < 1)
 ``output``        directory for ``<test>.coverage.json`` and ``<test>.stats.json``
+``soc``           the toplevel is the SoC wrapper ``zatile_soc``: run through its AXI ports
+                  (:class:`tb.soc.SocBench`) instead of the engine's own
 
 One cocotb test per directed group of :data:`tb.programs.DIRECTED` (``directed_<group>``) and
 ``random_programs``. Every instruction is predicted by the model when issued and checked when its
 result returns (:mod:`tb.scoreboard`); lock-step programs compare memory after every instruction
 and, with ``check_every``, all of ZA/Z/P; streaming programs compare at drain points and at the
 end.
+
+Through the SoC wrapper every program's memory is first mapped in whole beats
+(:func:`tb.memory.memory_in_whole_beats`: AXI reads carry no byte enables, so the bus reads whole
+beats and the reference model must see the same memory), and three things of the engine's own
+ports are out of reach (:mod:`tb.soc`): forced bus errors hit read beats only (cocotbext-axi
+hands a write beat's enabled runs to the memory one at a time, so an error forced on one run
+could not undo the runs before it), the bytes of a read beat the engine did not enable are
+memory rather than noise, and the overlap events of the functional coverage are not observed.
 """
 
 from __future__ import annotations
@@ -30,14 +40,17 @@ from pathlib import Path
 import cocotb
 from cocotb.utils import get_sim_time
 
+from zatile.sim.state import Memory
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.engine import Status
 from zatile.sw.arch.isa import FORMS, FORMS_BY_NAME
 from zatile.tb.coverage import Coverage, OverlapTracker
 from zatile.tb.engine import CLOCK_NS, EngineBench, smcr_len_for
 from zatile.tb.issue import RtlResult, ScalarFile
+from zatile.tb.memory import memory_in_whole_beats
 from zatile.tb.programs import DIRECTED, Program, initial_state, instance, random_programs
 from zatile.tb.scoreboard import Scoreboard
+from zatile.tb.soc import SocBench
 
 
 def settings() -> dict:
@@ -54,13 +67,24 @@ class Session:
         self.seed = int(self.settings.get("seed", 1))
         self.name = name
         self.rng = random.Random(f"{self.seed}:{self.svl}:{name}")
-        self.bench = EngineBench(dut, self.config, seed=self.rng.getrandbits(32))
+        self.soc = bool(self.settings.get("soc", False))
+        bench_class = SocBench if self.soc else EngineBench
+        self.bench = bench_class(dut, self.config, seed=self.rng.getrandbits(32))
         self.coverage = Coverage(self.config, [self.svl])
-        self.bench.overlap = OverlapTracker(self.coverage.hit_overlap)
+        if not self.soc:
+            self.bench.overlap = OverlapTracker(self.coverage.hit_overlap)
         self.stats = Counter()
         self.started = time.monotonic()
 
+    def bus_memory(self, memory: Memory) -> Memory:
+        """``memory`` as the bench's bus maps it: in whole beats through the SoC (module notes),
+        unchanged on the engine's own port."""
+        if not self.soc:
+            return memory
+        return memory_in_whole_beats(memory, self.config.mem_data_width // 8)
+
     async def run(self, program: Program) -> None:
+        program.initial.memory = self.bus_memory(program.initial.memory)
         await run_program(self, program)
 
     def finish(self) -> None:
@@ -89,7 +113,7 @@ async def run_program(session: Session, program: Program) -> None:
     await bench.reset(smcr_len=smcr_len_for(initial.svl), sme_enable=True, fpcr=initial.fpcr,
                       memory=initial.memory.copy())
     await bench.load_state(initial)
-    perf_before = bench.perf()
+    perf_before = await bench.read_perf()
     abandoned_before = bench.bus.abandoned
     if not program.sme_enabled:
         bench.set_inputs(sme_enable=False)
@@ -138,16 +162,17 @@ async def run_program(session: Session, program: Program) -> None:
     if (host.sp, host.fpsr) != (state.sp, state.fpsr):
         raise AssertionError(f"program {program.name}: SP/FPSR 0x{host.sp:x}/0x{host.fpsr:x}, "
                              f"model 0x{state.sp:x}/0x{state.fpsr:x}")
-    check_perf(bench, perf_before, scoreboard, program.name)
+    await check_perf(bench, perf_before, scoreboard, program.name)
     session.stats.update(programs=1, instructions=scoreboard.checked,
                          partial_store_bytes=scoreboard.partial_store_bytes,
                          abandoned_beats=bench.bus.abandoned - abandoned_before)
 
 
-def check_perf(bench: EngineBench, before: dict, scoreboard: Scoreboard, name: str) -> None:
+async def check_perf(bench: EngineBench, before: dict, scoreboard: Scoreboard,
+                     name: str) -> None:
     """The performance counters over the program: every instruction counted in its class, the
     exact number of multiply-accumulates, and busy cycles within cycles."""
-    after = bench.perf()
+    after = await bench.read_perf()
     delta = {counter: after[counter] - before[counter] for counter in after}
     if delta["busy_cycles"] > delta["cycles"]:
         raise AssertionError(f"program {name}: perf busy_cycles {delta['busy_cycles']} > cycles "
@@ -216,6 +241,7 @@ async def za_contexts(dut) -> None:
     bench, config, svl, rng = session.bench, session.config, session.svl, session.rng
     contexts = config.za_contexts
     states = [initial_state(rng, svl, 3) for _ in range(contexts)]
+    states[0].memory = session.bus_memory(states[0].memory)
     for state in states[1:]:                  # what the contexts share
         state.z, state.p, state.x, state.memory = (states[0].z, states[0].p, states[0].x,
                                                    states[0].memory)

@@ -51,7 +51,7 @@ async def abi_tests(dut) -> None:
             outcome = "passed"
         except Exception:                      # report every failure, run the rest
             outcome = traceback.format_exc(limit=6)
-        perf = bench.perf()
+        perf = await bench.read_perf()
         outcomes.append({"test": label, "outcome": outcome, "cycles": perf["cycles"],
                          "instructions": perf["retired"] + perf["traps"],
                          "seconds": round(time.monotonic() - started, 1)})

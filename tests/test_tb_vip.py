@@ -19,8 +19,9 @@ from zatile.sw.arch.config import EngineConfig
 
 from zatile.tb.coverage import Coverage, Sample, predicate_class
 from zatile.tb.issue import RESULT_FIELDS, RtlResult, ScalarFile, issue_payload, results_of
-from zatile.tb.memory import BusError, BusMemory, memory_with_holes
-from zatile.tb.pauses import bursty_pauses, no_pauses, pauses_by_name, random_pauses
+from zatile.tb.memory import BusError, BusMemory, memory_in_whole_beats, memory_with_holes
+from zatile.tb.pauses import (bursty_pauses, no_pauses, pauses_by_name, per_cycle,
+                              random_pauses)
 
 
 # ----------------------------------------------------------------------------- pure Python
@@ -36,6 +37,8 @@ def test_pause_generators():
         random_pauses(rng, 2.0).__next__()
     with pytest.raises(ValueError, match="sloppy"):
         pauses_by_name("sloppy", rng)
+    # per cycle (cocotbext-axi): each number is that many paused cycles, then a free one
+    assert list(per_cycle(iter([0, 2, 0, 1]))) == [False, True, True, False, False, True, False]
 
 
 def _bus(beat=16, rate=0.0):
@@ -102,6 +105,21 @@ def test_bus_memory_private_regions_and_forced_errors():
     assert forcing.access(0x1000, False, 0, 0xFFFF)[1]
     assert forcing.take_forced() == [(0x1000, 0xFFFF, False)] and forcing.take_forced() == []
     assert not forcing.access(0x1000, False, 0, 0)[1]       # nothing enabled: nothing to fail
+    assert not forcing.access(0x1000, False, 0, 0xFFFF, forceable=False)[1]
+
+
+def test_memory_in_whole_beats_rounds_regions_out_and_merges_those_that_meet():
+    memory = Memory({0x1003: b"\x01\x02", 0x1012: b"\x03", 0x1040: bytes(range(1, 17)),
+                     0x1050: b"\x04", 0x2000: b"\x05"})
+    rounded = memory_in_whole_beats(memory, 16)
+    assert {base: data.size for base, data in rounded.regions.items()} == {
+        0x1000: 0x20, 0x1040: 0x20, 0x2000: 0x10}
+    assert rounded.read(0x1000, 0x20).tolist() == [0, 0, 0, 1, 2] + [0] * 13 + [3] + [0] * 13
+    assert rounded.read(0x1040, 0x11).tolist() == list(range(1, 17)) + [4]
+    assert memory.regions.keys() == {0x1003, 0x1012, 0x1040, 0x1050, 0x2000}   # a copy
+    top = Memory({(1 << 64) - 3: b"\x07\x08\x09"})
+    assert {b: d.size for b, d in memory_in_whole_beats(top, 16).regions.items()} == {
+        (1 << 64) - 16: 16}
 
 
 def test_memory_with_holes_merges_back():

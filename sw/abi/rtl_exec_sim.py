@@ -54,8 +54,8 @@ async def exec_program(dut) -> None:
         host = await bridge(_call)(directory, request, config.max_svl, engine_class)
         await bench.wait_idle()
         (directory / "perf.json").write_text(json.dumps({
-            "engine_cycles": int(get_sim_time("ns") / CLOCK_NS), "engine_perf": bench.perf(),
-            "host": host}))
+            "engine_cycles": int(get_sim_time("ns") / CLOCK_NS),
+            "engine_perf": await bench.read_perf(), "host": host}))
     else:
         with open(directory / "stdout", "wb") as stdout, \
                 open(directory / "stderr", "wb") as stderr:
@@ -66,7 +66,7 @@ async def exec_program(dut) -> None:
                 environment=request["environment"], quantum=request["quantum"])
         await bench.wait_idle()
         result.engine_cycles = int(get_sim_time("ns") / CLOCK_NS)
-        result.engine_perf = bench.perf()
+        result.engine_perf = await bench.read_perf()
         (directory / "result.json").write_text(json.dumps(result.to_json_dict()))
     if request.get("progress_cycles"):
         reporter.cancel()
@@ -78,7 +78,7 @@ async def _report_progress(bench: EngineBench, directory: Path, cycles: int) -> 
     partial, progress = directory / "progress.json.partial", directory / "progress.json"
     while True:
         await ClockCycles(bench.clock, cycles)
-        partial.write_text(json.dumps(bench.perf()))
+        partial.write_text(json.dumps(await bench.read_perf()))
         os.replace(partial, progress)
 
 
