@@ -485,7 +485,7 @@ class ZaTileEngine(ConfigComponent):
         with m.If(~legal):
             m.d.comb += can_complete.eq(1)
         with m.Elif(is_int):
-            m.d.comb += can_complete.eq(~int_hazard)
+            m.d.comb += can_complete.eq(~int_hazard & int_array.op.ready)
         with m.Elif(is_fp):
             m.d.comb += can_complete.eq(~fp_hazard & fp_ready)
         with m.Elif(is_structure):

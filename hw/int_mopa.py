@@ -8,21 +8,28 @@ One operation updates a whole .S or .D tile (docs/isa.md, "Integer outer product
 * ADDHA/ADDVA: element ``(r, c)`` gains ``Zn[c]`` (ADDHA) or ``Zn[r]`` (ADDVA) when row ``r`` and
   column ``c`` are both active; other elements are unchanged.
 
-Pipeline (one operation per cycle, never stalls)::
+Pipeline (one pass per cycle, never stalls)::
 
-    x_  operands registered at acceptance
-    m_  every element's addend (dot product of four, or the broadcast Zn element) and its enable
-    w   read the tile, add, write it back in the same cycle (``acc`` + ``write``)
+    x_  operands registered at acceptance, held for the operation's passes
+    m_  every element's addend of the pass's rows (dot product of four, or the broadcast Zn
+        element) and its enable
+    w   read those rows of the tile, add, write them back in the same cycle (``acc`` + ``write``)
+
+A pass computes ``config.array_rows`` rows of the tile (rows ``pass·array_rows`` on): with the
+default, a whole tile, one pass, and one operation per cycle; with fewer rows the operation
+takes ``passes`` cycles (a .D tile has half the rows: half the passes, at least one) on that
+many times fewer multipliers, and ``op.ready`` is low until its last pass.
 
 The accumulator is read in the write-back stage, so operations on one tile simply follow each
-other: back-to-back outer products into the same tile run at one per cycle with no forwarding.
-``busy`` names the ZA row groups (row mod 8) of the operations in flight, for the engine's hazard
-logic; the tile is written ``latency`` cycles after acceptance.
+other: back-to-back outer products into the same tile run at one pass per cycle with no
+forwarding. ``busy`` names the ZA row groups (row mod 8) of the operations in flight, for the
+engine's hazard logic; the rows of the last pass are written ``latency + passes - 1`` cycles
+after acceptance.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
@@ -82,7 +89,7 @@ class IntOuterProductArray(ConfigComponent):
     Attributes
     ----------
     op : In(stream.Signature(IntOpLayout(config)))
-        Always ready.
+        Ready unless an operation's passes continue (always, with one pass per operation).
     acc : Out(TileReadSignature(config))
         Read of the tile being written back, combinational.
     write : Out(TileWriteSignature(config))
@@ -96,7 +103,7 @@ class IntOuterProductArray(ConfigComponent):
         If ``config`` is not an :class:`EngineConfig`.
     """
 
-    #: Cycles from acceptance to the cycle the tile is written.
+    #: Cycles from acceptance to the cycle the first pass's rows are written.
     latency = 2
 
     def __init__(self, config: EngineConfig):
@@ -112,23 +119,34 @@ class IntOuterProductArray(ConfigComponent):
         config = self._config
         maxb = max_bytes(config)
         lanes = maxb // 4
+        rows_per_pass = config.array_rows
 
-        m.d.comb += self.op.ready.eq(1)
-
-        # ---- x: the accepted operation
+        # ---- x: the accepted operation, held for its passes
         x_valid = Signal()
         x_op = Signal(IntOpLayout(config))
-        m.d.sync += x_valid.eq(self.op.valid)
-        with m.If(self.op.valid):
-            m.d.sync += x_op.eq(self.op.payload)
+        x_pass = Signal(range(lanes // rows_per_pass))
+        x_last = Signal()
+        m.d.comb += [
+            x_last.eq(x_pass == Mux(x_op.double, max(lanes // 2 // rows_per_pass, 1),
+                                    lanes // rows_per_pass) - 1),
+            self.op.ready.eq(~x_valid | x_last),
+        ]
+        with m.If(self.op.ready):
+            m.d.sync += [x_valid.eq(self.op.valid), x_pass.eq(0)]
+            with m.If(self.op.valid):
+                m.d.sync += x_op.eq(self.op.payload)
+        with m.Else():
+            m.d.sync += x_pass.eq(x_pass + 1)
 
-        # ---- m: one addend and one enable per element, as rows of 32-bit lanes
+        # ---- m: one addend and one enable per element of the pass's rows, as 32-bit lanes
         m_valid = Signal()
         m_double = Signal()
         m_tile = Signal(3)
-        m_addends = Signal(data.ArrayLayout(data.ArrayLayout(32, lanes), lanes))
-        m_lanes = Signal(data.ArrayLayout(lanes, lanes))
-        m.d.sync += [m_valid.eq(x_valid), m_double.eq(x_op.double), m_tile.eq(x_op.tile)]
+        m_pass = Signal.like(x_pass)
+        m_addends = Signal(data.ArrayLayout(data.ArrayLayout(32, lanes), rows_per_pass))
+        m_lanes = Signal(data.ArrayLayout(lanes, rows_per_pass))
+        m.d.sync += [m_valid.eq(x_valid), m_double.eq(x_op.double), m_tile.eq(x_op.tile),
+                     m_pass.eq(x_pass)]
         sizes = [size for size, feature in ((False, "I8I32"), (True, "I16I64"))
                  if config.has(feature)]
         with m.If(x_valid):
@@ -136,64 +154,79 @@ class IntOuterProductArray(ConfigComponent):
             with m.Switch(x_op.double):
                 for double in sizes:
                     with m.Case(double):
-                        self._addends(m, x_op, double, m_addends, m_lanes)
+                        self._addends(m, x_op, x_pass, double, m_addends, m_lanes)
 
-        # ---- w: read, add, write back
+        # ---- w: read the pass's rows, add, write them back
         m.d.comb += [
             self.acc.double.eq(m_double), self.acc.tile.eq(m_tile),
             self.write.en.eq(m_valid), self.write.double.eq(m_double),
-            self.write.tile.eq(m_tile), self.write.lanes.eq(m_lanes),
+            self.write.tile.eq(m_tile),
         ]
-        for row in range(lanes):
-            accumulator = self.acc.rows[row].as_value()
-            single = Cat((accumulator.word_select(lane, 32) + m_addends[row][lane])[:32]
+        for slot in range(rows_per_pass):
+            accumulator = Signal(8 * maxb, name=f"accumulator_{slot}")
+            m.d.comb += accumulator.eq(Array(
+                self.acc.rows[row].as_value()
+                for row in range(slot, lanes, rows_per_pass))[m_pass])
+            single = Cat((accumulator.word_select(lane, 32) + m_addends[slot][lane])[:32]
                          for lane in range(lanes))
             double = Cat((accumulator.word_select(element, 64)
-                          + Cat(m_addends[row][2 * element], m_addends[row][2 * element + 1]))[:64]
+                          + Cat(m_addends[slot][2 * element],
+                                m_addends[slot][2 * element + 1]))[:64]
                          for element in range(lanes // 2))
-            m.d.comb += self.write.rows[row].eq(Mux(m_double, double, single))
+            for row in range(slot, lanes, rows_per_pass):
+                m.d.comb += [self.write.rows[row].eq(Mux(m_double, double, single)),
+                             self.write.lanes[row].eq(Mux(m_pass == row // rows_per_pass,
+                                                          m_lanes[slot], 0))]
 
         m.d.comb += self.busy.eq(Mux(x_valid, tile_row_groups(x_op.double, x_op.tile), 0)
                                  | Mux(m_valid, tile_row_groups(m_double, m_tile), 0))
         return m
 
-    def _addends(self, m, op, double: bool, addends, enables):
-        """Drive the m-stage addends and lane enables of one element size from ``op``."""
+    def _addends(self, m, op, pass_, double: bool, addends, enables):
+        """Drive the m-stage addends and lane enables of one element size from ``op``, for the
+        rows of pass ``pass_`` (slot ``s`` is tile row ``pass_·array_rows + s``)."""
         maxb = max_bytes(self._config)
         esize = 8 if double else 4
         source_bits = 16 if double else 8
         dimension = maxb // esize
+        rows_per_pass = min(self._config.array_rows, dimension)
         pn, pm = op.pn, op.pm
 
-        def row_active(row, k):          # predicate bit of sub-element 4*row + k (or element)
-            return pn[(4 * row + k) * (esize // 4)]
+        def of_pass(slot, value_of_row):
+            """``value_of_row(row)`` for the row of ``slot`` in the current pass."""
+            values = [value_of_row(row) for row in range(slot, dimension, rows_per_pass)]
+            return values[0] if len(values) == 1 else Array(values)[pass_]
+
+        def row_active(slot, k):         # predicate bit of sub-element 4*row + k (or element)
+            return of_pass(slot, lambda row: pn[(4 * row + k) * (esize // 4)])
 
         def column_active(column, k):
             return pm[(4 * column + k) * (esize // 4)]
 
-        rows = [[_source(op.zn, 4 * row + k, source_bits, op.zn_unsigned) for k in range(4)]
-                for row in range(dimension)]
+        rows = [[of_pass(slot, lambda row: _source(op.zn, 4 * row + k, source_bits,
+                                                    op.zn_unsigned)) for k in range(4)]
+                for slot in range(rows_per_pass)]
         columns = [[_source(op.zm, 4 * column + k, source_bits, op.zm_unsigned) for k in range(4)]
                    for column in range(dimension)]
         element_bits = 8 * esize
-        for row in range(dimension):
+        vector = op.zn.as_value()
+        for slot in range(rows_per_pass):
+            row_element = of_pass(slot, lambda row: vector.word_select(row, element_bits))
             for column in range(dimension):
-                pairs = [row_active(row, k) & column_active(column, k) for k in range(4)]
+                pairs = [row_active(slot, k) & column_active(column, k) for k in range(4)]
                 dot = Const(0, signed(2 * source_bits + 4))
                 for k in range(4):
-                    dot = dot + Mux(pairs[k], rows[row][k] * columns[column][k], 0)
-                dot_element = Signal(signed(element_bits), name=f"dot_{esize}_{row}_{column}")
+                    dot = dot + Mux(pairs[k], rows[slot][k] * columns[column][k], 0)
+                dot_element = Signal(signed(element_bits), name=f"dot_{esize}_{slot}_{column}")
                 m.d.comb += dot_element.eq(Mux(op.subtract, -dot, dot))
-                vector = op.zn.as_value()
                 broadcast = Mux(op.kind == IntOpKind.ADDHA,
-                                vector.word_select(column, element_bits),
-                                vector.word_select(row, element_bits))
-                element_enable = row_active(row, 0) & column_active(column, 0)
+                                vector.word_select(column, element_bits), row_element)
+                element_enable = row_active(slot, 0) & column_active(column, 0)
                 is_mopa = op.kind == IntOpKind.MOPA
                 addend = Mux(is_mopa, dot_element, broadcast)
                 enable = Mux(is_mopa, Cat(*pairs).any(), element_enable)
                 lane_count = esize // 4
                 for part in range(lane_count):
                     lane = column * lane_count + part
-                    m.d.sync += [addends[row][lane].eq(addend.word_select(part, 32)),
-                                 enables[row][lane].eq(enable)]
+                    m.d.sync += [addends[slot][lane].eq(addend.word_select(part, 32)),
+                                 enables[slot][lane].eq(enable)]

@@ -108,12 +108,20 @@ def random_op(rng: random.Random, nprng: np.random.Generator, kinds, tiles=None)
             "fpcr": rng.randrange(4) << 22 | rng.getrandbits(1) << 24 | rng.getrandbits(1) << 19}
 
 
+def passes(config: EngineConfig, op: dict) -> int:
+    """Cycles (and result writes) one operation takes: its tile's rows over ``array_rows``."""
+    rows = len(tile_rows(op["kind"], op["tile"]))
+    return max(rows // config.array_rows, 1)
+
+
 def run_array(config: EngineConfig, groups: list[list[dict]], za: np.ndarray, *,
               stall_rng=None):
     """Run groups of operations through an array wired to the ZA model ``za`` (updated in place).
 
-    Each group starts once the previous one has drained. Returns, per group, the accept cycles
-    and the writes as (cycle, result payload fields); and ``busy`` for every cycle.
+    Each group starts once the previous one has drained; an operation with a ``delay`` is
+    offered that many cycles after the previous one is accepted. Returns, per group, the accept
+    cycles and the writes as (cycle, result payload fields) (one per pass); and ``busy`` for
+    every cycle.
     """
     dut = FpOuterProductArray(config)
     accepted = [[] for _ in groups]
@@ -123,11 +131,13 @@ def run_array(config: EngineConfig, groups: list[list[dict]], za: np.ndarray, *,
     async def bench(ctx):
         cycle = 0
         for group, ops in enumerate(groups):
-            index = completed = 0
+            index = completed = waited = 0
             offering = False
-            while completed < len(ops):
-                if not offering and index < len(ops) and (stall_rng is None
-                                                          or stall_rng.random() < 0.8):
+            while completed < sum(passes(config, op) for op in ops):
+                if index < len(ops) and waited < ops[index].get("delay", 0):
+                    waited += 1
+                elif not offering and index < len(ops) and (stall_rng is None
+                                                            or stall_rng.random() < 0.8):
                     op = ops[index]
                     offering = True
                     ctx.set(dut.op.payload, {
@@ -165,6 +175,7 @@ def run_array(config: EngineConfig, groups: list[list[dict]], za: np.ndarray, *,
                     accepted[group].append(cycle)
                     index += 1
                     offering = False
+                    waited = 0
                 await ctx.tick()
                 cycle += 1
                 if write is not None:
@@ -184,11 +195,23 @@ def run_array(config: EngineConfig, groups: list[list[dict]], za: np.ndarray, *,
     return accepted, writes, busy_trace
 
 
-def check_writes(ops, writes, initial_za, kinds):
-    """Each write equals the golden tile after its operation, on exactly the golden lanes."""
+def check_writes(ops, writes, initial_za, kinds, config=None):
+    """The writes of each operation (one per pass, each on its own rows) together equal the
+    golden tile after it, on exactly the golden lanes."""
     golden = initial_za.copy()
-    assert len(writes) == len(ops)
-    for op, (cycle, write) in zip(ops, writes):
+    merged = []
+    for op in ops:
+        parts = writes[:passes(config, op)] if config else writes[:1]
+        writes = writes[len(parts):]
+        lanes = np.zeros_like(parts[0][1]["lanes"])
+        rows = np.zeros_like(parts[0][1]["rows"])
+        for _, part in parts:
+            assert not (lanes & part["lanes"]).any(), "two passes wrote one lane"
+            lanes |= part["lanes"]
+            rows[part["lanes"].repeat(4, axis=1)] = part["rows"][part["lanes"].repeat(4, axis=1)]
+        merged.append((parts[-1][0], {"lanes": lanes, "rows": rows}))
+    assert not writes, f"{len(writes)} writes beyond the operations"
+    for op, (cycle, write) in zip(ops, merged):
         expected_lanes = golden_apply(golden, op)
         if op["kind"] not in kinds:
             expected_lanes[:] = False
@@ -207,16 +230,18 @@ def random_za(seed: int) -> np.ndarray:
     return np.frombuffer(values.tobytes(), np.uint8).reshape(MAXB, MAXB).copy()
 
 
-def test_random_outer_products_with_stalls():
-    """All four kinds, random tiles (so dependencies and overlaps), predicates, FPCR, stalls."""
-    config = EngineConfig(max_svl=SVL, features=ALL_FP)
+@pytest.mark.parametrize("array_rows", [None, 2, 1])
+def test_random_outer_products_with_stalls(array_rows):
+    """All four kinds, random tiles (so dependencies and overlaps), predicates, FPCR, stalls;
+    with a whole tile per cycle and in passes of two rows and of one."""
+    config = EngineConfig(max_svl=SVL, features=ALL_FP, array_rows=array_rows)
     rng, nprng = random.Random(1), np.random.default_rng(1)
     kinds = list(FpOuterProductKind)
     ops = [random_op(rng, nprng, kinds, tiles=[0, 1, 4] if i % 3 else None) for i in range(120)]
     za = random_za(1)
     initial = za.copy()
     _, (writes,), _ = run_array(config, [ops], za, stall_rng=random.Random(2))
-    golden = check_writes(ops, writes, initial, set(kinds))
+    golden = check_writes(ops, writes, initial, set(kinds), config)
     assert np.array_equal(za, golden)
 
 
@@ -250,6 +275,50 @@ def test_issue_rates():
     all_writes = [write for group_writes in writes for write in group_writes]
     check_writes(all_ops, all_writes, initial, {FpOuterProductKind.FMOPA_S,
                                                 FpOuterProductKind.FMOPA_D})
+
+
+def test_issue_rates_in_passes_of_one_row():
+    """One row per cycle at SVL 128: a .S outer product takes 4 passes and a .D one 2, so
+    independent tiles start one every 4 (.S) or 2 (.D) cycles; the same tile one every
+    latency = 4 cycles, its first pass taking the result of the previous one's first pass as
+    it is written (forwarding), each pass written latency cycles after it starts."""
+    config = EngineConfig(max_svl=SVL, features=frozenset({"F32F32", "F64F64"}), array_rows=1)
+    latency = FpOuterProductArray.latency
+    scenarios = [
+        (chain(FpOuterProductKind.FMOPA_S, [0, 1, 2, 3] * 2, 1), 4),
+        (chain(FpOuterProductKind.FMOPA_S, [2] * 4, 2), latency),
+        (chain(FpOuterProductKind.FMOPA_D, [1, 2, 3, 4], 3), 2),
+        (chain(FpOuterProductKind.FMOPA_D, [5] * 4, 4), latency),
+    ]
+    za = random_za(6)
+    initial = za.copy()
+    groups = [ops for ops, _ in scenarios]
+    accepted, writes, _ = run_array(config, groups, za)
+    for (ops, expected_gap), group_accepted, group_writes in zip(scenarios, accepted, writes):
+        assert set(np.diff(group_accepted)) == {expected_gap}, (ops[0]["kind"], group_accepted)
+        count = passes(config, ops[0])
+        starts = [start + part for start in group_accepted for part in range(count)]
+        assert [cycle - start for start, (cycle, _) in zip(starts, group_writes)] == \
+            [latency] * len(starts)
+    check_writes([op for ops in groups for op in ops],
+                 [write for group_writes in writes for write in group_writes], initial,
+                 {FpOuterProductKind.FMOPA_S, FpOuterProductKind.FMOPA_D}, config)
+
+
+def test_forwarding_takes_only_the_rows_of_the_same_pass():
+    """Two rows per cycle (two passes per .S outer product, fewer than the latency): a second
+    outer product into the same tile offered one cycle late starts its first pass while the
+    first one's *second* pass is being written; it must read its rows from ZA, not from that
+    write (and its second pass then forwards from the first's)."""
+    config = EngineConfig(max_svl=SVL, features=frozenset({"F32F32"}), array_rows=2)
+    ops = [dict(op, pn=(1 << MAXB) - 1, pm=(1 << MAXB) - 1)
+           for op in chain(FpOuterProductKind.FMOPA_S, [1, 1], 7)]
+    ops[1]["delay"] = FpOuterProductArray.latency
+    za = random_za(8)
+    initial = za.copy()
+    (accepted,), (writes,), _ = run_array(config, [ops], za)
+    assert accepted[1] - accepted[0] == FpOuterProductArray.latency + 1
+    check_writes(ops, writes, initial, {FpOuterProductKind.FMOPA_S}, config)
 
 
 def test_busy_and_absent_kinds():

@@ -57,9 +57,18 @@ def _instruction(operation: dict) -> int:
                                       pn=operation["pn"], pm=operation["pm"])
 
 
-@pytest.mark.parametrize("max_svl", [128, 256])
-def test_matches_the_model_back_to_back(max_svl):
-    config = EngineConfig(max_svl=max_svl)
+def _passes(config: EngineConfig, operation: dict) -> int:
+    """Cycles the array takes for an operation: its tile's rows over ``array_rows``."""
+    rows = config.max_svl // (64 if operation["double"] else 32)
+    return max(rows // config.array_rows, 1)
+
+
+@pytest.mark.parametrize("max_svl, array_rows", [(128, None), (256, None), (128, 1),
+                                                 (256, 2)])
+def test_matches_the_model_back_to_back(max_svl, array_rows):
+    """Operations offered back to back; with fewer rows per cycle each takes several passes
+    (``op.ready`` low until the last), writing a part of the tile in each."""
+    config = EngineConfig(max_svl=max_svl, array_rows=array_rows)
     maxb = max_svl // 8
     rng = random.Random(max_svl)
     state = ArchState(svl=max_svl, svcr=3)
@@ -78,11 +87,13 @@ def test_matches_the_model_back_to_back(max_svl):
     dut = IntOuterProductArray(config)
     writes = []
 
+    cycles = sum(_passes(config, operation) for operation in operations) + dut.latency + 1
+
     async def bench(ctx):
         pending = list(operations)
-        for cycle in range(len(operations) + dut.latency + 1):
+        for cycle in range(cycles):
             if pending:
-                operation = pending.pop(0)
+                operation = pending[0]
                 ctx.set(dut.op.valid, 1)
                 payload = dut.op.payload
                 for key in ("kind", "double", "tile", "zn_unsigned", "zm_unsigned", "subtract"):
@@ -92,7 +103,8 @@ def test_matches_the_model_back_to_back(max_svl):
                 for key in ("pn", "pm"):
                     ctx.set(getattr(payload, key),
                             int.from_bytes(state.p[operation[key]].tobytes(), "little"))
-                assert ctx.get(dut.op.ready)
+                if ctx.get(dut.op.ready):
+                    pending.pop(0)
             else:
                 ctx.set(dut.op.valid, 0)
             # The tile ports: serve the read from the Python ZA, apply the write at the edge.
@@ -116,10 +128,12 @@ def test_matches_the_model_back_to_back(max_svl):
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
-    assert len(writes) == len(operations)
-    for index, (operation, after) in enumerate(zip(operations, writes)):
+    assert len(writes) == sum(_passes(config, operation) for operation in operations)
+    last_write = -1
+    for index, operation in enumerate(operations):
+        last_write += _passes(config, operation)
         assert model.execute(_instruction(operation)).status.name == "OK"
-        assert np.array_equal(after, model.state.za), (index, operation)
+        assert np.array_equal(writes[last_write], model.state.za), (index, operation)
 
 
 def test_absent_element_size_writes_nothing():

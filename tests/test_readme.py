@@ -25,3 +25,9 @@ def test_the_forms_table_is_the_instruction_table():
     generated = load_script("isa_forms").markdown()
     shown = re.search(r"<!-- forms -->\n(.*?)<!-- /forms -->", README, re.S).group(1)
     assert shown == generated, "run `python scripts/isa_forms.py` and paste its table"
+
+
+def test_the_register_map_table_is_the_register_table():
+    from zatile.hw.soc.registers import register_map_markdown
+    shown = re.search(r"<!-- registers -->\n(.*?)<!-- /registers -->", README, re.S).group(1)
+    assert shown == register_map_markdown(), "paste hw.soc.registers.register_map_markdown()"

@@ -2,7 +2,8 @@
 
 One operation updates a whole ZA tile: every element ``(row, col)`` of the tile gets
 ``acc + Zn[row]·Zm[col]`` (or the 2-way dot for the widening forms, docs/isa.md, "Widening outer products") from its
-own pipelined unit, so the array accepts one outer product per cycle.
+own pipelined unit, so the array accepts one outer product per cycle — or, with fewer rows per
+cycle (``config.array_rows``, "Passes" below), from a unit shared by the rows of its slot.
 
 Tile interface
 --------------
@@ -27,13 +28,25 @@ the stale ZA values on the way in. The array enforces this itself by holding ``o
   runs at full rate);
 * overlapping tiles of different sizes (``za0.s`` after ``za4.d``): one every ``latency + 1``.
 
+Passes
+------
+With ``config.array_rows`` below a .S tile's rows, the units cover that many rows (slots): an
+operation is offered in ``passes`` consecutive cycles (a .D tile has half the rows, so half the
+passes, at least one), pass ``p`` computing tile rows ``p·array_rows`` on, and ``op.ready`` is
+high only for the first pass (the operation is held for the rest). Each pass reads its rows of
+the accumulator when it starts and is written back ``latency`` cycles later, on its rows only.
+Passes of one tile touch different rows, so they never wait for each other; a pass waits for
+an earlier operation's pass on the same rows as above, and forwards only from the output
+register's pass on the same rows. Independent tiles then start one outer product every
+``passes`` cycles, and one tile one every ``max(passes, latency)``.
+
 Other ZA writers and readers (loads, stores, MOVA, ZERO, the integer array) must stay away from
 the ZA rows an in-flight operation will write; ``busy`` lists them.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -121,10 +134,12 @@ def TileUpdateLayout(config: EngineConfig) -> data.StructLayout:
 
 
 def _MetadataLayout(config: EngineConfig) -> data.StructLayout:
-    """What travels down the pipeline beside the units: where the result goes."""
+    """What travels down the pipeline beside the units: where the result goes (the tile, the
+    pass, the lane enables of each slot's row)."""
     lanes = config.max_svl // 32
     return data.StructLayout({"kind": FpOuterProductKind, "double": 1, "tile": 3,
-                              "lanes": data.ArrayLayout(lanes, lanes)})
+                              "pass_": range(lanes // config.array_rows),
+                              "lanes": data.ArrayLayout(lanes, config.array_rows)})
 
 
 def _za_row_groups(double, tile):
@@ -196,9 +211,20 @@ class FpOuterProductArray(ConfigComponent):
         m = Module()
         config = self._config
         dimension = config.max_svl // 32  # .S tile rows and columns
-        operation = self.op.payload
-        kind = operation.kind
+        rows_per_pass = config.array_rows
+        passes = dimension // rows_per_pass
+        double_passes = max(dimension // 2 // rows_per_pass, 1)
         assert FpMulAdd.latency == FpDotAdd16.latency == BfDotAdd.latency == self.latency
+
+        # ---- passes: an operation is held while its later passes are offered
+        holding = Signal()
+        held = Signal(OuterProductLayout(config))
+        held_pass = Signal(range(passes))
+        operation = Signal(OuterProductLayout(config))     # the pass offered this cycle
+        pass_ = Signal(range(passes))
+        m.d.comb += [operation.eq(Mux(holding, held, self.op.payload)),
+                     pass_.eq(Mux(holding, held_pass, 0))]
+        kind = operation.kind
 
         # ---- pipeline control: a metadata register per stage, moving with the units
         advance = Signal()
@@ -206,8 +232,8 @@ class FpOuterProductArray(ConfigComponent):
         hazard = Signal()
         m.d.comb += [
             advance.eq(~self.result.valid | self.result.ready),
-            self.op.ready.eq(advance & ~hazard),
-            accept.eq(self.op.valid & self.op.ready),
+            accept.eq((holding | self.op.valid) & advance & ~hazard),
+            self.op.ready.eq(~holding & advance & ~hazard),
         ]
         stages = [Signal(_MetadataLayout(config), name=f"stage{index}_metadata")
                   for index in range(1, self.latency + 1)]
@@ -217,30 +243,41 @@ class FpOuterProductArray(ConfigComponent):
         # ---- accept: decode, accumulator read with forwarding, hazards
         double = kind == FpOuterProductKind.FMOPA_D
         tile = Mux(double, operation.tile, operation.tile[:2])
+        last = pass_ == Mux(double, double_passes, passes) - 1
+        with m.If(accept):
+            m.d.sync += [holding.eq(~last), held.eq(operation), held_pass.eq(pass_ + 1)]
         m.d.comb += [self.acc.double.eq(double), self.acc.tile.eq(tile)]
 
         metadata = Signal(_MetadataLayout(config))
-        m.d.comb += [metadata.kind.eq(kind), metadata.double.eq(double), metadata.tile.eq(tile)]
-        self._drive_lanes(m, metadata.lanes, operation)
+        m.d.comb += [metadata.kind.eq(kind), metadata.double.eq(double), metadata.tile.eq(tile),
+                     metadata.pass_.eq(pass_)]
+        self._drive_lanes(m, metadata.lanes, operation, pass_)
 
         output = stages[-1]
-        forward = self.result.valid & (output.double == double) & (output.tile == tile)
-        accumulator = Signal(TileLayout(config))
-        for row in range(dimension):
-            lane_mask = Cat(bit.replicate(32) for bit in output.lanes[row])
-            m.d.comb += accumulator[row].eq(Mux(
+        same_tile = [(stage.double == double) & (stage.tile == tile) for stage in stages]
+        forward = self.result.valid & same_tile[-1] & (output.pass_ == pass_)
+        accumulator = Signal(data.ArrayLayout(VectorLayout(config), rows_per_pass))
+        for slot in range(rows_per_pass):
+            read = Signal(VectorLayout(config), name=f"accumulator_read_{slot}")
+            m.d.comb += read.eq(_of_pass([self.acc.rows[row]
+                                          for row in range(slot, dimension, rows_per_pass)],
+                                         pass_))
+            lane_mask = Cat(bit.replicate(32) for bit in output.lanes[slot])
+            m.d.comb += accumulator[slot].eq(Mux(
                 forward,
-                (self.acc.rows[row].as_value() & ~lane_mask)
-                | (self.result.payload.rows[row].as_value() & lane_mask),
-                self.acc.rows[row]))
+                (read.as_value() & ~lane_mask)
+                | (self.result.payload.rows[slot].as_value() & lane_mask),
+                read))
 
         row_groups = _za_row_groups(double, tile)
         stage_row_groups = [_za_row_groups(stage.double, stage.tile) for stage in stages]
-        blocking = [valid & (groups & row_groups).any()
-                    for valid, groups in zip(stage_valid, stage_row_groups)]
-        # The output stage alone can forward, and only to the same tile and element size.
+        # The passes of one tile touch different rows: no hazard between them.
+        blocking = [valid & (groups & row_groups).any() & ~(same & (stage.pass_ != pass_))
+                    for valid, groups, same, stage
+                    in zip(stage_valid, stage_row_groups, same_tile, stages)]
+        # The output stage alone can forward, and only to the same rows.
         m.d.comb += hazard.eq(Cat(*blocking[:-1]).any() | (blocking[-1] & ~forward))
-        busy = Const(0, 8)
+        busy = Mux(holding, _za_row_groups(double, tile), 0)
         for valid, groups in zip(stage_valid, stage_row_groups):
             busy = busy | Mux(valid, groups, 0)
         m.d.comb += self.busy.eq(busy)
@@ -251,53 +288,61 @@ class FpOuterProductArray(ConfigComponent):
                 m.d.sync += [stages[index].eq(stages[index - 1]),
                              stage_valid[index].eq(stage_valid[index - 1])]
 
-        # ---- the units, one per tile element and kind
+        # ---- the units, one per element of a pass and kind
         outputs = {}
         for kind_ in self._kinds:
-            outputs[kind_] = self._units(m, kind_, operation, accumulator, accept)
+            outputs[kind_] = self._units(m, kind_, operation, pass_, accumulator, accept)
 
-        # ---- result: the registered metadata and the selected units' outputs
+        # ---- result: the registered metadata and the selected units' outputs, each slot's
+        # results on the rows of the output's pass
         m.d.comb += [self.result.payload.double.eq(output.double),
-                     self.result.payload.tile.eq(output.tile),
-                     self.result.payload.lanes.eq(output.lanes)]
+                     self.result.payload.tile.eq(output.tile)]
+        for row in range(dimension):
+            m.d.comb += self.result.payload.lanes[row].eq(
+                Mux(output.pass_ == row // rows_per_pass, output.lanes[row % rows_per_pass], 0))
         rows = self.result.payload.rows
         with m.Switch(output.kind):
             for kind_, results in outputs.items():
                 with m.Case(kind_):
-                    for (row, col), bits in results.items():
-                        element = (rows[row].d if kind_ == FpOuterProductKind.FMOPA_D
-                                   else rows[row].s)[col]
-                        m.d.comb += element.eq(bits)
+                    for (slot, col), bits in results.items():
+                        for row in range(slot, dimension, rows_per_pass):
+                            element = (rows[row].d if kind_ == FpOuterProductKind.FMOPA_D
+                                       else rows[row].s)[col]
+                            m.d.comb += element.eq(bits)
         return m
 
-    def _drive_lanes(self, m, lanes, operation):
-        """Write enables per 32-bit lane, from the predicates (docs/isa.md, "Predication")."""
+    def _drive_lanes(self, m, lanes, operation, pass_):
+        """Write enables per 32-bit lane of each slot's row in pass ``pass_``, from the
+        predicates (docs/isa.md, "Predication")."""
         dimension = self._config.max_svl // 32
+        rows_per_pass = self._config.array_rows
         pn, pm = operation.pn, operation.pm
         with m.Switch(operation.kind):
             for kind in self._kinds:
                 with m.Case(kind):
-                    for row in range(dimension):
+                    for slot in range(rows_per_pass):
                         for col in range(dimension):
-                            if kind == FpOuterProductKind.FMOPA_D:
-                                # Lanes 2c and 2c+1 of row r hold .D element (r, c).
-                                if row < dimension // 2:
-                                    enable = pn[8 * row] & pm[8 * (col // 2)]
+                            enables = []
+                            for row in range(slot, dimension, rows_per_pass):
+                                if kind == FpOuterProductKind.FMOPA_D:
+                                    # Lanes 2c and 2c+1 of row r hold .D element (r, c).
+                                    enable = (pn[8 * row] & pm[8 * (col // 2)]
+                                              if row < dimension // 2 else Const(0))
+                                elif kind == FpOuterProductKind.FMOPA_S:
+                                    enable = pn[4 * row] & pm[4 * col]
                                 else:
-                                    continue
-                            elif kind == FpOuterProductKind.FMOPA_S:
-                                enable = pn[4 * row] & pm[4 * col]
-                            else:
-                                enable = ((pn[4 * row] & pm[4 * col])
-                                          | (pn[4 * row + 2] & pm[4 * col + 2]))
-                            m.d.comb += lanes[row][col].eq(enable)
+                                    enable = ((pn[4 * row] & pm[4 * col])
+                                              | (pn[4 * row + 2] & pm[4 * col + 2]))
+                                enables.append(enable)
+                            m.d.comb += lanes[slot][col].eq(_of_pass(enables, pass_))
 
-    def _units(self, m, kind, operation, accumulator, accept):
-        """Instantiate and feed the units of one kind; return {(row, col): result bits}.
+    def _units(self, m, kind, operation, pass_, accumulator, accept):
+        """Instantiate and feed the units of one kind; return {(slot, col): result bits}.
 
         Every unit takes every operation, so that all pipelines move in step; the units of the
         other kinds see zeros instead of the operands (operand isolation: no toggling).
         """
+        rows_per_pass = self._config.array_rows
         fpcr = operation.fpcr
         zn, zm, pn, pm = operation.zn, operation.zm, operation.pn, operation.pm
         subtract = operation.subtract
@@ -316,14 +361,17 @@ class FpOuterProductArray(ConfigComponent):
             rows = zn.s if fmt is FP32 else zn.d
             cols = zm.s if fmt is FP32 else zm.d
             dimension = self._config.max_svl // fmt.width
-            for row in range(dimension):
+            for slot in range(min(rows_per_pass, dimension)):
+                row_element = Signal(fmt.width, name=f"{fmt.name}_row_{slot}")
+                m.d.comb += row_element.eq(_of_pass(
+                    [rows[row] for row in range(slot, dimension, rows_per_pass)], pass_))
                 # FPNeg of the Zn element for MOPS.
-                multiplicand = rows[row] ^ (subtract << (fmt.width - 1))
+                multiplicand = row_element ^ (subtract << (fmt.width - 1))
                 for col in range(dimension):
-                    unit = place(m, self._library, f"{fmt.name}_{row}_{col}",
+                    unit = place(m, self._library, f"{fmt.name}_{slot}_{col}",
                                  f"zatile_fp_mul_add_{fmt.name}", lambda fmt=fmt: FpMulAdd(fmt))
-                    accumulator_element = (accumulator[row].s if fmt is FP32
-                                           else accumulator[row].d)[col]
+                    accumulator_element = (accumulator[slot].s if fmt is FP32
+                                           else accumulator[slot].d)[col]
                     m.d.comb += [
                         unit.i.valid.eq(accept),
                         unit.i.payload.addend.eq(accumulator_element),
@@ -333,24 +381,28 @@ class FpOuterProductArray(ConfigComponent):
                         unit.i.payload.flush.eq(fpcr.fz),
                         unit.o.ready.eq(self.result.ready),
                     ]
-                    results[row, col] = unit.o.payload
+                    results[slot, col] = unit.o.payload
             return results
 
         dimension = self._config.max_svl // 32
         widening = kind == FpOuterProductKind.FMOPA_H_S
-        for row in range(dimension):
+        for slot in range(rows_per_pass):
             # Inactive halves count as +0; MOPS negates only the active row elements.
-            multiplicands = [Mux(pn[4 * row + 2 * k],
-                                 zn.h[2 * row + k] ^ (subtract << 15), 0)
-                             for k in range(2)]
+            multiplicands = []
+            for k in range(2):
+                multiplicand = Signal(16, name=f"{kind.name.lower()}_row_{slot}_{k}")
+                m.d.comb += multiplicand.eq(_of_pass(
+                    [Mux(pn[4 * row + 2 * k], zn.h[2 * row + k] ^ (subtract << 15), 0)
+                     for row in range(slot, dimension, rows_per_pass)], pass_))
+                multiplicands.append(multiplicand)
             for col in range(dimension):
                 multipliers = [Mux(pm[4 * col + 2 * k], zm.h[2 * col + k], 0) for k in range(2)]
-                unit = place(m, self._library, f"{'fp16' if widening else 'bf16'}_{row}_{col}",
+                unit = place(m, self._library, f"{'fp16' if widening else 'bf16'}_{slot}_{col}",
                              "zatile_fp16_dot_add" if widening else "zatile_bf16_dot_add",
                              FpDotAdd16 if widening else BfDotAdd)
                 m.d.comb += [
                     unit.i.valid.eq(accept),
-                    unit.i.payload.addend.eq(accumulator[row].s[col]),
+                    unit.i.payload.addend.eq(accumulator[slot].s[col]),
                     unit.i.payload.multiplicands[0].eq(multiplicands[0]),
                     unit.i.payload.multiplicands[1].eq(multiplicands[1]),
                     unit.i.payload.multipliers[0].eq(multipliers[0]),
@@ -361,5 +413,11 @@ class FpOuterProductArray(ConfigComponent):
                     m.d.comb += [unit.i.payload.rounding.as_value().eq(fpcr.rmode),
                                  unit.i.payload.flush.eq(fpcr.fz),
                                  unit.i.payload.flush_half.eq(fpcr.fz16)]
-                results[row, col] = unit.o.payload
+                results[slot, col] = unit.o.payload
         return results
+
+
+def _of_pass(values: list, pass_: Value):
+    """``values[pass_]``: the value of the row a slot computes in pass ``pass_`` (the one value
+    when the slot has one row)."""
+    return values[0] if len(values) == 1 else Array(values)[pass_]

@@ -30,7 +30,8 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.hw.perf_counters import PERF_COUNTERS
 
 __all__ = ["Field", "Register", "REGISTERS", "REGISTERS_BY_NAME", "ID_VALUE", "PERF_BASE",
-           "DEBUG_WINDOW", "ISSUE_DEPTH", "RESULT_DEPTH", "debug_words", "register_map_json"]
+           "DEBUG_WINDOW", "ISSUE_DEPTH", "RESULT_DEPTH", "debug_words", "register_map_json",
+           "register_map_markdown"]
 
 #: What ``ID`` reads: "ZATL" in ASCII, most significant byte first.
 ID_VALUE = 0x5A41544C
@@ -149,3 +150,29 @@ def register_map_json(config: EngineConfig) -> list[dict]:
                  "description": f"bytes {4 * k}..{4 * k + 3} of the selected register",
                  "fields": []} for k in range(debug_words(config))]
     return entries
+
+
+def register_map_markdown() -> str:
+    """The register map as a Markdown table (the README's), one row per register, its fields
+    listed as ``NAME[msb:lsb]``; the performance counters and the debug window summarised."""
+    lines = ["| offset | register | access | contents |", "|---|---|---|---|"]
+    for register in REGISTERS:
+        if register.name.startswith("PERF_") and register.offset != PERF_BASE:
+            continue
+        if register.offset == PERF_BASE:
+            counters = ", ".join(r.name[len("PERF_"):-len("_LO")].lower() for r in REGISTERS
+                                 if r.name.startswith("PERF_") and r.name.endswith("_LO"))
+            last = max(r.offset for r in REGISTERS if r.name.startswith("PERF_"))
+            lines.append(f"| 0x{PERF_BASE:03X}-0x{last:03X} | PERF_<name>_LO/_HI | RO | "
+                         f"64-bit performance counters, 8 bytes each, in this order: "
+                         f"{counters}; reading _LO latches _HI |")
+            continue
+        fields = "; ".join(
+            f"{field.name}[{field.lsb + field.width - 1}:{field.lsb}]" if field.width > 1
+            else f"{field.name}[{field.lsb}]" for field in register.fields)
+        contents = register.description + (f": {fields}" if fields else "")
+        lines.append(f"| 0x{register.offset:03X} | {register.name} | {register.access} | "
+                     f"{contents} |")
+    lines.append(f"| 0x{DEBUG_WINDOW:03X}- | DEBUG_DATA<k> | RO | word k of the register "
+                 f"DEBUG_SELECT selects (SVL/32 words at the largest SVL) |")
+    return "\n".join(lines) + "\n"

@@ -68,6 +68,12 @@ class EngineConfig:
     mem_outstanding : int
         Memory beats the load/store unit may have requested and not yet seen answered, from 1
         to 16. Not architectural.
+    array_rows : int, optional
+        Rows of a 32-bit-element tile that each outer-product array computes per cycle: a power
+        of two from 1 to ``max_svl // 32``, the default (a whole tile per cycle). With fewer,
+        an outer product takes ``max_svl // 32 // array_rows`` cycles on that many times fewer
+        multipliers and FP units (the FPGA area knob, ``zatile fpga --lanes``; a 64-bit tile
+        has half the rows, and takes at most as many rows per cycle). Not architectural.
 
     Raises
     ------
@@ -83,6 +89,7 @@ class EngineConfig:
     za_contexts: int = 1
     queue_depth: int = 16
     mem_outstanding: int = 4
+    array_rows: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_svl not in SVL_CHOICES:
@@ -124,6 +131,18 @@ class EngineConfig:
         if not isinstance(self.mem_outstanding, int) or not 1 <= self.mem_outstanding <= 16:
             raise ValueError(
                 f"mem_outstanding must be between 1 and 16, not {self.mem_outstanding!r}")
+        rows = self.max_svl // 32
+        if self.array_rows is None:
+            object.__setattr__(self, "array_rows", rows)
+        if not isinstance(self.array_rows, int) or not 1 <= self.array_rows <= rows \
+                or self.array_rows & (self.array_rows - 1):
+            raise ValueError(f"array_rows must be a power of two from 1 to max_svl/32={rows}, "
+                             f"not {self.array_rows!r}")
+
+    @property
+    def outer_products_per_cycle(self) -> float:
+        """Outer products into 32-bit-element tiles each array starts per cycle at most."""
+        return self.array_rows / (self.max_svl // 32)
 
     @property
     def min_svl(self) -> int:
@@ -170,12 +189,14 @@ class EngineConfig:
             "za_contexts": self.za_contexts,
             "queue_depth": self.queue_depth,
             "mem_outstanding": self.mem_outstanding,
+            "array_rows": self.array_rows,
             "id_aa64smfr0_el1": f"0x{self.id_aa64smfr0:016x}",
         }
 
     @classmethod
     def from_json_dict(cls, fields: dict) -> "EngineConfig":
-        """The configuration :meth:`to_json_dict` describes (derived keys are ignored).
+        """The configuration :meth:`to_json_dict` describes (derived keys are ignored; without
+        ``array_rows``, written before it existed, the default).
 
         Raises
         ------
@@ -187,6 +208,7 @@ class EngineConfig:
                        features=frozenset(fields["features"]),
                        mem_data_width=fields["mem_data_width"], za_contexts=fields["za_contexts"],
                        queue_depth=fields["queue_depth"],
-                       mem_outstanding=fields["mem_outstanding"])
+                       mem_outstanding=fields["mem_outstanding"],
+                       array_rows=fields.get("array_rows"))
         except (KeyError, TypeError) as problem:
             raise ValueError(f"not an engine configuration: {problem!r}") from None

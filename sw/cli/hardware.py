@@ -52,7 +52,7 @@ def _config(args) -> EngineConfig:
     try:
         return EngineConfig(max_svl=args.svl, supported_svls=args.supported_svls,
                             features=frozenset(features), mem_data_width=args.mem_width,
-                            za_contexts=args.za_contexts)
+                            za_contexts=args.za_contexts, array_rows=args.lanes)
     except ValueError as error:
         raise CliError(str(error)) from None
 
@@ -66,6 +66,10 @@ def _add_config_options(command) -> None:
                          help="memory data width (default: --svl, one slice per beat)")
     command.add_argument("--za-contexts", type=za_contexts, default=1, metavar="N",
                          help="physical ZA contexts (default 1)")
+    command.add_argument("--lanes", type=positive_count, metavar="N",
+                         help="tile rows each outer-product array computes per cycle: a power "
+                              "of two up to SVL/32 (default SVL/32, one outer product per "
+                              "cycle); fewer take less area and more cycles")
 
 
 def _cmd_fpga(args) -> int:
