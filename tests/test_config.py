@@ -11,6 +11,15 @@ def test_defaults_support_every_svl_up_to_the_maximum():
     assert config.mem_data_width == 512
     assert config.features == frozenset(FEATURES)
     assert (config.queue_depth, config.mem_outstanding) == (16, 4)
+    assert config.array_rows == 16 and config.outer_products_per_cycle == 1.0
+
+
+def test_array_rows_round_trip_and_an_older_description_means_whole_tiles():
+    config = EngineConfig(max_svl=256, array_rows=2)
+    assert EngineConfig.from_json_dict(config.to_json_dict()) == config
+    assert config.outer_products_per_cycle == 0.25
+    older = {key: value for key, value in config.to_json_dict().items() if key != "array_rows"}
+    assert EngineConfig.from_json_dict(older).array_rows == 8
 
 
 def test_the_queue_knobs_round_trip_through_json_and_leave_the_id_register_alone():
@@ -33,6 +42,10 @@ def test_the_queue_knobs_round_trip_through_json_and_leave_the_id_register_alone
     (dict(queue_depth=128), "not 128"),
     (dict(mem_outstanding=0), "mem_outstanding .* not 0"),
     (dict(mem_outstanding=17), "not 17"),
+    (dict(max_svl=128, array_rows=8), "array_rows must be a power of two from 1 to "
+                                      "max_svl/32=4, not 8"),
+    (dict(array_rows=3), "not 3"),
+    (dict(array_rows=0), "not 0"),
 ])
 def test_invalid_combinations_are_rejected_quoting_the_value(kwargs, quoted):
     with pytest.raises(ValueError, match=quoted):
