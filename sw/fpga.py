@@ -80,9 +80,12 @@ def _vector_unit(config, library):
 
 
 def _za_storage(config, library):
-    from zatile.hw.za_storage import ZaStorage  # local: heavy import
-    fp = any(config.has(feature) for feature in ("F32F32", "F64F64", "F16F32", "B16F32"))
-    return ZaStorage(config, tile_ports=2 if fp else 1)
+    # local: heavy imports
+    from zatile.hw.fp.fp_mopa import KIND_FEATURES
+    from zatile.hw.za_storage import ZaStorage
+
+    fp = any(config.has(feature) for feature in KIND_FEATURES.values())
+    return ZaStorage(config, tile_ports=2 if fp else 1)   # as the engine builds it
 
 
 def _lsu(config, library):
