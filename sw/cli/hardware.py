@@ -29,20 +29,26 @@ def _cmd_demo(args) -> int:
 def _cmd_verilog(args) -> int:
     from zatile.hw.verilog import TOPLEVEL, generate_verilog  # local: keeps `zatile --help` fast
 
-    output = Path(args.output)
-    if output.exists() and not output.is_dir():
-        raise CliError(f"'{output}' is a file; -o names the folder to write {TOPLEVEL}.v, .vlt "
-                       f"and .json into")
-    if not output.parent.is_dir():
-        raise CliError(f"cannot create '{output}': folder '{output.parent}' does not exist")
-    existing = [output / f"{TOPLEVEL}{suffix}" for suffix in (".v", ".vlt", ".json")
-                if (output / f"{TOPLEVEL}{suffix}").exists()]
-    if existing and not args.force:
-        raise CliError(f"'{existing[0]}' exists; pass --force to overwrite")
+    output = _output_folder(args, f"to write {TOPLEVEL}.v, .vlt and .json into",
+                            [f"{TOPLEVEL}{suffix}" for suffix in (".v", ".vlt", ".json")])
     written = generate_verilog(_config(args), output)
     for path in written:
         print(path)
     return 0
+
+
+def _output_folder(args, purpose: str, names: list[str]) -> Path:
+    """The ``-o`` folder, checked: a folder or creatable, and without the files ``names``
+    unless ``--force``."""
+    output = Path(args.output)
+    if output.exists() and not output.is_dir():
+        raise CliError(f"'{output}' is a file; -o names the folder {purpose}")
+    if not output.parent.is_dir():
+        raise CliError(f"cannot create '{output}': folder '{output.parent}' does not exist")
+    existing = [output / name for name in names if (output / name).exists()]
+    if existing and not args.force:
+        raise CliError(f"'{existing[0]}' exists; pass --force to overwrite")
+    return output
 
 
 def _config(args) -> EngineConfig:
@@ -83,14 +89,8 @@ def _cmd_fpga(args) -> int:
                        f"{', '.join(ECP5_DEVICES)})")
     if not 1 <= args.frequency <= 1000:
         raise CliError(f"--frequency must be between 1 and 1000 MHz, not {args.frequency:g}")
-    output = Path(args.output)
-    if output.exists() and not output.is_dir():
-        raise CliError(f"'{output}' is a file; -o names the folder for the Verilog, the "
-                       f"nextpnr log and {REPORT_NAME}")
-    if not output.parent.is_dir():
-        raise CliError(f"cannot create '{output}': folder '{output.parent}' does not exist")
-    if (output / REPORT_NAME).exists() and not args.force:
-        raise CliError(f"'{output / REPORT_NAME}' exists; pass --force to overwrite")
+    output = _output_folder(args, f"for the Verilog, the nextpnr log and {REPORT_NAME}",
+                            [REPORT_NAME])
     config = _config(args)
     try:
         report = place_design(config, output, design=args.design, device=args.device,
