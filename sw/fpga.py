@@ -80,9 +80,8 @@ def _vector_unit(config, library):
 
 
 def _za_storage(config, library):
-    # local: heavy imports
-    from zatile.hw.fp.fp_mopa import KIND_FEATURES
-    from zatile.hw.za_storage import ZaStorage
+    from zatile.hw.fp.fp_mopa import KIND_FEATURES  # local: heavy import
+    from zatile.hw.za_storage import ZaStorage  # local: heavy import
 
     fp = any(config.has(feature) for feature in KIND_FEATURES.values())
     return ZaStorage(config, tile_ports=2 if fp else 1)   # as the engine builds it

@@ -1,6 +1,7 @@
 """The SoC wrapper (hw/soc) under cocotb, through its AXI ports, on Verilator.
 
-Built once for the FPGA configuration (SVL 128, I8I32 and F32F32, a 128-bit bus) with
+Built once for the FPGA configuration (SVL 128, I8I32 and F32F32, a 128-bit bus, one tile row
+per cycle) with
 :func:`tb.runner.build_soc`, then:
 
 * every directed group of :data:`tb.programs.DIRECTED` and a few random programs, each
@@ -41,8 +42,9 @@ from zatile.tb.soc import pack_register, unpack_register
 
 SEED = int(os.environ.get("ZATILE_TB_SEED", "1"))
 SCALE = float(os.environ.get("ZATILE_SOC_SCALE", "0.1"))
-#: The configuration the FPGA build uses.
-FPGA = EngineConfig(max_svl=128, features=frozenset({"I8I32", "F32F32"}))
+#: The configuration the FPGA build uses: its arrays compute one tile row per cycle (four
+#: passes per outer product), a quarter of the multipliers and FP units.
+FPGA = EngineConfig(max_svl=128, features=frozenset({"I8I32", "F32F32"}), array_rows=1)
 RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"local-{os.getpid()}"
 OUTPUT = CACHE / "soc" / RUN
 #: Directed groups run whole: memory faults, forced read errors, partial stores, posted stores

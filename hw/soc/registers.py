@@ -16,9 +16,9 @@ then the instruction word to ``ISSUE_WORD``, which queues the instruction with t
 ``STATUS.ISSUE_OVERFLOW`` and queues nothing). Results come back in issue order in a result
 FIFO: ``RESULT`` shows the oldest (``VALID`` = 0 when there is none) with ``RESULT_SCALAR`` and
 ``RESULT_FAULT``; any write to ``RESULT_POP`` removes it. ``CONTROL`` and ``FPCR`` may change
-only while ``STATUS.IDLE`` (the engine's control inputs, docs/architecture.md). The debug window
-shows the ZA row, Z, P or FFR register ``DEBUG_SELECT`` selects (docs/architecture.md, "Debug
-port"), one 32-bit word of it per register, while the engine is idle.
+only while ``STATUS.IDLE`` (the engine's control inputs, :mod:`zatile.hw.engine`). The debug
+window shows the ZA row, Z, P or FFR register ``DEBUG_SELECT`` selects (the engine's debug
+port), one 32-bit word of it per register, while the engine is idle.
 """
 
 from __future__ import annotations

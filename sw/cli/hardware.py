@@ -79,10 +79,10 @@ def _add_config_options(command) -> None:
 
 
 def _cmd_fpga(args) -> int:
-    # local: keeps `zatile --help` fast
+    # local (this and the next two): keeps `zatile --help` fast
     from zatile.hw.place_route import ECP5_DEVICES, DoesNotFit, PlaceRouteError
-    from zatile.hw.synthesis import SynthesisError
-    from zatile.sw.fpga import REPORT_NAME, place_design
+    from zatile.hw.synthesis import SynthesisError  # local: keeps `zatile --help` fast
+    from zatile.sw.fpga import REPORT_NAME, place_design  # local: keeps `zatile --help` fast
 
     if args.device not in ECP5_DEVICES:
         raise CliError(f"unknown ECP5 device '{args.device}' (known: "
