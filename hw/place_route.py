@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from zatile.hw.synthesis import SynthesisError, synth_script, yosys_command, yowasp_command
+from zatile.hw.synthesis import (SynthesisError, copy_sources, synth_script, yosys_command,
+                                  yowasp_command)
 
 __all__ = ["ECP5_DEVICES", "PlaceRouteError", "DoesNotFit", "PlaceRouteReport",
            "utilisation_json", "nextpnr_command", "place_and_route"]
@@ -130,10 +130,7 @@ def place_and_route(sources: Iterable[Path], top: str, *, device: str = "LFE5U-8
         raise ValueError(f"unknown ECP5 device {device!r} (known: {', '.join(ECP5_DEVICES)})")
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
-        names = []
-        for source in sources:
-            shutil.copyfile(source, work / Path(source).name)   # WebAssembly sees only cwd
-            names.append(Path(source).name)
+        names = copy_sources(sources, work)
         synthesis = subprocess.run(
             [*yosys_command(), "-q", "-p", synth_script(names, top) + "; write_json netlist.json"],
             cwd=work, capture_output=True, text=True)

