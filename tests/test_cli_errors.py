@@ -131,6 +131,10 @@ def _mistakes(folder: Path) -> dict[str, list[str]]:
         "fpga unknown feature": ["fpga", "--svl", "128", "--features", "I8I33", "-o",
                                  str(folder / "f")],
         "fpga output is a file": ["fpga", "--svl", "128", "-o", program],
+        "fpga lanes not a power of two": ["fpga", "--svl", "128", "--lanes", "3", "-o",
+                                          str(folder / "f")],
+        "verilog more lanes than rows": ["verilog", "--svl", "128", "--lanes", "8", "-o",
+                                         str(folder / "v")],
         # no command
         "unknown command": ["frobnicate"],
         "unknown option": ["run", program, "--svl", "128", "--colour"],
