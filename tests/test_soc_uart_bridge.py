@@ -102,8 +102,10 @@ def test_errors_come_back_as_the_response_byte_and_an_unknown_command_as_0xff():
     assert answers[3] == b"\x00" + ID_VALUE.to_bytes(4, "little")
 
 
-@pytest.mark.parametrize("arguments, quoted", [((3,), "at least 4, not 3"),
-                                               ((16, 20), r"12 to 16 bits \(two address bytes\), not 20")])
+@pytest.mark.parametrize("arguments, quoted", [
+    ((3,), "at least 4, not 3"),
+    ((16, 20), r"12 to 16 bits \(two address bytes\), not 20"),
+])
 def test_arguments_are_checked(arguments, quoted):
     with pytest.raises(ValueError, match=quoted):
         UartAxiLiteBridge(*arguments)
