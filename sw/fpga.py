@@ -4,7 +4,8 @@ and a report of what it takes and how fast it runs. ``zatile fpga`` is its comma
 
 The designs (:data:`DESIGNS`): ``soc``, the SoC wrapper an FPGA system instantiates (the engine
 on AXI4 and AXI4-Lite, :mod:`zatile.hw.soc`); ``engine``, the bare engine with its native ports;
-and single units, each alone as its own top, to see which one takes the area or limits the clock.
+single units, each alone as its own top, to see which one takes the area or limits the clock;
+and ``axi-ram``, the on-chip AXI4 memory a board without other memory gives the engine.
 Out of context: ports are not pins, so the figures are the logic's own.
 """
 
@@ -18,10 +19,12 @@ from typing import Callable
 from zatile.hw.place_route import DoesNotFit, place_and_route, utilisation_json
 from zatile.sw.arch.config import EngineConfig
 
-__all__ = ["DESIGNS", "REPORT_NAME", "place_design"]
+__all__ = ["DESIGNS", "REPORT_NAME", "ON_CHIP_RAM_BYTES", "place_design"]
 
 #: The report's file name in the output folder.
 REPORT_NAME = "zatile_fpga.json"
+#: Bytes of the on-chip AXI4 memory (``axi-ram``): 64 KiB, 32 of an LFE5U-85F's 208 DP16KD.
+ON_CHIP_RAM_BYTES = 64 * 1024
 
 
 def _soc(config: EngineConfig, directory: Path) -> tuple[list[Path], str]:
@@ -64,6 +67,11 @@ def _control(config, library):
     return AxiLiteControl(config)
 
 
+def _on_chip_ram(config, library):
+    from zatile.hw.soc.axi_ram import AxiRam  # local: heavy import
+    return AxiRam(config.mem_data_width, ON_CHIP_RAM_BYTES)
+
+
 def _int_array(config, library):
     from zatile.hw.int_mopa import IntOuterProductArray  # local: heavy import
     return IntOuterProductArray(config)
@@ -98,6 +106,7 @@ DESIGNS: dict[str, Callable[[EngineConfig, Path], tuple[list[Path], str]]] = {
     "engine": _engine,
     "memory-master": _unit("memory-master", _memory_master),
     "control": _unit("control", _control),
+    "axi-ram": _unit("axi-ram", _on_chip_ram),
     "int-array": _unit("int-array", _int_array),
     "fp-array": _unit("fp-array", _fp_array),
     "vector-unit": _unit("vector-unit", _vector_unit),
