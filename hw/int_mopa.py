@@ -124,7 +124,8 @@ class IntOuterProductArray(ConfigComponent):
         # ---- x: the accepted operation, held for its passes
         x_valid = Signal()
         x_op = Signal(IntOpLayout(config))
-        x_pass = Signal(range(lanes // rows_per_pass))
+        # at least one bit: a zero-width register is written as [-1:0], which lint rejects
+        x_pass = Signal(range(max(lanes // rows_per_pass, 2)))
         x_last = Signal()
         m.d.comb += [
             x_last.eq(x_pass == Mux(x_op.double, max(lanes // 2 // rows_per_pass, 1),

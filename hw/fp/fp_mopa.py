@@ -138,7 +138,7 @@ def _MetadataLayout(config: EngineConfig) -> data.StructLayout:
     pass, the lane enables of each slot's row)."""
     lanes = config.max_svl // 32
     return data.StructLayout({"kind": FpOuterProductKind, "double": 1, "tile": 3,
-                              "pass_": range(lanes // config.array_rows),
+                              "pass_": range(max(lanes // config.array_rows, 2)),
                               "lanes": data.ArrayLayout(lanes, config.array_rows)})
 
 
@@ -219,9 +219,10 @@ class FpOuterProductArray(ConfigComponent):
         # ---- passes: an operation is held while its later passes are offered
         holding = Signal()
         held = Signal(OuterProductLayout(config))
-        held_pass = Signal(range(passes))
+        # at least one bit: a zero-width register is written as [-1:0], which lint rejects
+        held_pass = Signal(range(max(passes, 2)))
         operation = Signal(OuterProductLayout(config))     # the pass offered this cycle
-        pass_ = Signal(range(passes))
+        pass_ = Signal.like(held_pass)
         m.d.comb += [operation.eq(Mux(holding, held, self.op.payload)),
                      pass_.eq(Mux(holding, held_pass, 0))]
         kind = operation.kind
