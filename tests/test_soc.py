@@ -38,7 +38,6 @@ except ImportError as missing:
 from zatile.sw.arch.config import EngineConfig
 from zatile.tb.programs import DIRECTED
 from zatile.tb.runner import CACHE, Build, build_soc
-from zatile.tb.soc import pack_register, unpack_register
 
 SEED = int(os.environ.get("ZATILE_TB_SEED", "1"))
 SCALE = float(os.environ.get("ZATILE_SOC_SCALE", "0.1"))
@@ -52,16 +51,6 @@ OUTPUT = CACHE / "soc" / RUN
 WHOLE_GROUPS = {"memory_errors", "decoupled", "structures", "slices", "overlap", "svcr"}
 AXI_TESTS = ["matrix_products", "registers", "checker_catches_corrupt_read",
              "checker_catches_dropped_write"]
-
-
-def test_register_fields_pack_and_unpack():
-    value = pack_register("CONTROL", SME_ENABLE=1, SMCR_LEN=3, IRQ_ENABLE=1)
-    assert unpack_register("CONTROL", value) == {"SME_ENABLE": 1, "SMCR_LEN": 3,
-                                                 "ZA_CONTEXT": 0, "IRQ_ENABLE": 1}
-    with pytest.raises(ValueError, match="SMCR_LEN=0x10"):
-        pack_register("CONTROL", SMCR_LEN=16)
-    with pytest.raises(ValueError, match="'LEN'"):
-        pack_register("CONTROL", LEN=1)
 
 
 @pytest.fixture(scope="module")

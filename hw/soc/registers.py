@@ -31,7 +31,7 @@ from zatile.hw.perf_counters import PERF_COUNTERS
 
 __all__ = ["Field", "Register", "REGISTERS", "REGISTERS_BY_NAME", "ID_VALUE", "PERF_BASE",
            "DEBUG_WINDOW", "ISSUE_DEPTH", "RESULT_DEPTH", "debug_words", "register_map_json",
-           "register_map_markdown"]
+           "register_map_markdown", "pack_register", "unpack_register"]
 
 #: What ``ID`` reads: "ZATL" in ASCII, most significant byte first.
 ID_VALUE = 0x5A41544C
@@ -130,6 +130,34 @@ REGISTERS: tuple[Register, ...] = (
 )
 
 REGISTERS_BY_NAME = {register.name: register for register in REGISTERS}
+
+
+def pack_register(name: str, **fields: int) -> int:
+    """The 32-bit value of register ``name`` with the given fields (the others 0).
+
+    Raises
+    ------
+    ValueError
+        For a field the register does not have or a value that does not fit it.
+    """
+    register = REGISTERS_BY_NAME[name]
+    known = {field.name: field for field in register.fields}
+    value = 0
+    for field_name, field_value in fields.items():
+        if field_name not in known:
+            raise ValueError(f"register {name} has no field {field_name!r}")
+        field = known[field_name]
+        if not 0 <= field_value < 1 << field.width:
+            raise ValueError(f"{name}.{field_name}={field_value:#x} does not fit "
+                             f"{field.width} bits")
+        value |= field_value << field.lsb
+    return value
+
+
+def unpack_register(name: str, value: int) -> dict[str, int]:
+    """The fields of register ``name`` holding ``value``."""
+    return {field.name: value >> field.lsb & ((1 << field.width) - 1)
+            for field in REGISTERS_BY_NAME[name].fields}
 
 
 def debug_words(config: EngineConfig) -> int:
