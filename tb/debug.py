@@ -14,7 +14,7 @@ from cocotb.triggers import FallingEdge
 from zatile.hw.engine import DebugAddressLayout, DebugSpace
 from zatile.tb.stream import Payload, layout_fields, read_int, signal
 
-__all__ = ["DebugReader"]
+__all__ = ["DebugReader", "snapshot_selections", "snapshot_arrays"]
 
 
 class DebugReader:
@@ -50,17 +50,30 @@ class DebugReader:
 
     async def snapshot(self, svl: int, za: bool = True) -> dict[str, np.ndarray]:
         """ZA (if ``za``), Z, P and FFR at effective SVL ``svl``, as :class:`ArchState` arrays."""
-        svl_bytes = svl // 8
-        selections = [(DebugSpace.Z, n) for n in range(32)] \
-            + [(DebugSpace.P, n) for n in range(16)] + [(DebugSpace.FFR, 0)] \
-            + ([(DebugSpace.ZA, n) for n in range(svl_bytes)] if za else [])
-        raw = await self.read(selections)
+        selections = snapshot_selections(svl // 8, za)
+        raw = await self.read([(space, index) for space, index, _ in selections])
+        return snapshot_arrays(raw, selections)
 
-        def rows(chunk: list[bytes], length: int) -> np.ndarray:
-            return np.array([np.frombuffer(row[:length], np.uint8) for row in chunk], np.uint8)
 
-        arrays = {"z": rows(raw[0:32], svl_bytes), "p": rows(raw[32:48], svl_bytes // 8),
-                  "ffr": rows(raw[48:49], svl_bytes // 8)[0]}
-        if za:
-            arrays["za"] = rows(raw[49:], svl_bytes)
-        return arrays
+def snapshot_selections(svl_bytes: int, za: bool = True) -> list[tuple[int, int, int]]:
+    """What a snapshot reads through the debug port, in order: (space, index, bytes) of Z0-Z31,
+    P0-P15, FFR and (if ``za``) every ZA row at ``svl_bytes``."""
+    return ([(DebugSpace.Z, n, svl_bytes) for n in range(32)]
+            + [(DebugSpace.P, n, svl_bytes // 8) for n in range(16)]
+            + [(DebugSpace.FFR, 0, svl_bytes // 8)]
+            + ([(DebugSpace.ZA, n, svl_bytes) for n in range(svl_bytes)] if za else []))
+
+
+def snapshot_arrays(raw: list[bytes], selections: list[tuple[int, int, int]]
+                    ) -> dict[str, np.ndarray]:
+    """The :class:`ArchState` arrays (``z``, ``p``, ``ffr``, ``za``) from the contents read
+    for :func:`snapshot_selections` (each at least as long as its selection)."""
+    rows: dict[int, list[np.ndarray]] = {}
+    for (space, _, length), content in zip(selections, raw, strict=True):
+        rows.setdefault(space, []).append(np.frombuffer(content[:length], np.uint8))
+    arrays = {"z": np.array(rows[DebugSpace.Z], np.uint8),
+              "p": np.array(rows[DebugSpace.P], np.uint8),
+              "ffr": rows[DebugSpace.FFR][0].copy()}
+    if DebugSpace.ZA in rows:
+        arrays["za"] = np.array(rows[DebugSpace.ZA], np.uint8)
+    return arrays

@@ -40,54 +40,33 @@ from collections import deque
 from typing import Callable, Iterable, Sequence
 
 import cocotb
-import numpy as np
 from cocotb.task import Task
 from cocotb.triggers import ClockCycles, Event, FallingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiResp, AxiSlave
 
-from zatile.hw.engine import DebugSpace
 from zatile.hw.perf_counters import PERF_COUNTERS
-from zatile.hw.soc.registers import DEBUG_WINDOW, REGISTERS_BY_NAME
+from zatile.hw.soc.registers import (DEBUG_WINDOW, REGISTERS_BY_NAME, pack_register,
+                                     unpack_register)
 from zatile.sim.state import Memory
 from zatile.sw.arch.config import EngineConfig
 from zatile.tb.axi_rules import MANAGER_CHANNELS, SUBORDINATE_CHANNELS, HandshakeRules
+from zatile.tb.debug import snapshot_arrays, snapshot_selections
 from zatile.tb.engine import CLOCK_NS, EngineBench
 from zatile.tb.issue import SOURCE_SLOTS, RtlResult, pad_sources
 from zatile.tb.memory import BusMemory
 from zatile.tb.pauses import PAUSE_STYLES, pauses_by_name, per_cycle
 
-__all__ = ["BeatError", "BusTarget", "ControlPort", "SocBench", "pack_register",
-           "unpack_register"]
+__all__ = ["BeatError", "BusTarget", "ControlPort", "SocBench", "channels_of"]
 
 _WORD_MASK = 0xFFFF_FFFF
 
 
-def pack_register(name: str, **fields: int) -> int:
-    """The 32-bit value of register ``name`` with the given fields (the others 0).
-
-    Raises
-    ------
-    ValueError
-        For a field the register does not have or a value that does not fit it.
-    """
-    register = REGISTERS_BY_NAME[name]
-    known = {field.name: field for field in register.fields}
-    value = 0
-    for field_name, field_value in fields.items():
-        if field_name not in known:
-            raise ValueError(f"register {name} has no field {field_name!r}")
-        field = known[field_name]
-        if not 0 <= field_value < 1 << field.width:
-            raise ValueError(f"{name}.{field_name}={field_value:#x} does not fit "
-                             f"{field.width} bits")
-        value |= field_value << field.lsb
-    return value
-
-
-def unpack_register(name: str, value: int) -> dict[str, int]:
-    """The fields of register ``name`` holding ``value``."""
-    return {field.name: value >> field.lsb & ((1 << field.width) - 1)
-            for field in REGISTERS_BY_NAME[name].fields}
+def channels_of(model) -> list:
+    """The five channels of a cocotbext-axi AXI4 or AXI4-Lite model (a master, a slave, an
+    ``AxiRam``): AW, W, B, AR, R, to give each a pause generator."""
+    writes, reads = model.write_if, model.read_if
+    return [writes.aw_channel, writes.w_channel, writes.b_channel, reads.ar_channel,
+            reads.r_channel]
 
 
 def _response_name(response) -> str:
@@ -160,13 +139,6 @@ class ControlPort:
         self._all_answered = Event()
         self._all_answered.set()
         cocotb.start_soon(self._check_answers())
-
-    @property
-    def channels(self) -> list:
-        """The port's five channels (for pause generators)."""
-        writes, reads = self.master.write_if, self.master.read_if
-        return [writes.aw_channel, writes.w_channel, writes.b_channel, reads.ar_channel,
-                reads.r_channel]
 
     def post(self, name: str, value: int) -> Task:
         """Queue a write of ``value`` to register ``name``; the task ends with its answer."""
@@ -284,10 +256,7 @@ class SocBench(EngineBench):
         self._pause_style = style
         if self.control is None:
             return
-        memory_channels = [self.axi.write_if.aw_channel, self.axi.write_if.w_channel,
-                           self.axi.write_if.b_channel, self.axi.read_if.ar_channel,
-                           self.axi.read_if.r_channel]
-        for channel in self.control.channels + memory_channels:
+        for channel in channels_of(self.control.master) + channels_of(self.axi):
             if style == "none":
                 channel.clear_pause_generator()
                 channel.pause = False           # the old generator may have left it paused
@@ -397,27 +366,19 @@ class SocBench(EngineBench):
         while not (await self._status())["IDLE"]:
             pass
 
-    async def _debug_rows(self, space: int, count: int, length: int) -> np.ndarray:
-        """``length`` bytes of registers ``0..count-1`` of debug ``space``, one row each."""
-        rows = []
-        for index in range(count):
-            await self.control.write("DEBUG_SELECT",
-                                     pack_register("DEBUG_SELECT", SPACE=space, INDEX=index))
-            window = await self.control.read_bytes(DEBUG_WINDOW, -(-length // 4) * 4)
-            rows.append(np.frombuffer(window[:length], np.uint8))
-        return np.array(rows, np.uint8)
-
     async def snapshot(self, za: bool = True) -> dict:
         """Z, P, FFR (and ZA) through the debug window, plus SVCR and the SVL in bytes from
         ``STATUS``, once the engine is idle."""
         await self.wait_idle()
         status = await self._status()
         svl_bytes = status["SVL_BYTES"]
-        arrays = {"z": await self._debug_rows(DebugSpace.Z, 32, svl_bytes),
-                  "p": await self._debug_rows(DebugSpace.P, 16, svl_bytes // 8),
-                  "ffr": (await self._debug_rows(DebugSpace.FFR, 1, svl_bytes // 8))[0]}
-        if za:
-            arrays["za"] = await self._debug_rows(DebugSpace.ZA, svl_bytes, svl_bytes)
+        selections = snapshot_selections(svl_bytes, za)
+        raw = []
+        for space, index, length in selections:
+            await self.control.write("DEBUG_SELECT",
+                                     pack_register("DEBUG_SELECT", SPACE=space, INDEX=index))
+            raw.append(await self.control.read_bytes(DEBUG_WINDOW, -(-length // 4) * 4))
+        arrays = snapshot_arrays(raw, selections)
         arrays["svcr"] = status["SVCR"]
         arrays["svl_bytes"] = svl_bytes
         return arrays

@@ -36,7 +36,8 @@ from cocotb.triggers import ClockCycles, FallingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
 
 from zatile.hw.soc.registers import (DEBUG_WINDOW, ID_VALUE, ISSUE_DEPTH, REGISTERS,
-                                     REGISTERS_BY_NAME, RESULT_DEPTH)
+                                     REGISTERS_BY_NAME, RESULT_DEPTH, pack_register,
+                                     unpack_register)
 from zatile.sim.progen import DATA_BASE
 from zatile.sw.arch.asm import disassemble
 from zatile.sw.arch.config import EngineConfig
@@ -47,7 +48,7 @@ from zatile.tb.issue import STATUS_NAMES, ScalarFile
 from zatile.tb.pauses import pauses_by_name, per_cycle
 from zatile.tb.programs import initial_state
 from zatile.tb.scoreboard import Mismatch, Scoreboard
-from zatile.tb.soc import BusTarget, SocBench, pack_register, unpack_register
+from zatile.tb.soc import BusTarget, SocBench, channels_of
 
 #: Where the matrix products keep A's and B's panels and C in the AxiRam.
 A_BASE, B_BASE, C_BASE = 0x1000, 0x2000, 0x3000
@@ -77,11 +78,9 @@ class RegisterHost:
 
     def __init__(self, dut, rng: random.Random):
         self.master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
-        writes, reads = self.master.write_if, self.master.read_if
-        for channel in (writes.aw_channel, writes.w_channel, writes.b_channel,
-                        reads.ar_channel, reads.r_channel):
+        for channel in channels_of(self.master):
             channel.set_pause_generator(per_cycle(pauses_by_name("light", rng)))
-        for interface in (writes, reads):
+        for interface in (self.master.write_if, self.master.read_if):
             interface.log.setLevel(logging.WARNING)
 
     async def write_at(self, offset: int, value: int) -> AxiResp:
@@ -188,8 +187,7 @@ async def matrix_products(dut) -> None:
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_"), dut.clk, dut.rst, size=1 << 16)
     for interface in (ram.write_if, ram.read_if):
         interface.log.setLevel(logging.WARNING)
-    for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
-                    ram.read_if.ar_channel, ram.read_if.r_channel):
+    for channel in channels_of(ram):
         channel.set_pause_generator(per_cycle(pauses_by_name("heavy", rng)))
     host = RegisterHost(dut, rng)
     rules = [HandshakeRules(dut, dut.clk, "m_axi__", MANAGER_CHANNELS, CLOCK_NS),
