@@ -277,43 +277,50 @@ def test_align_add_soak(configuration):
 
 # --- FpNormalize ---------------------------------------------------------------------------------
 
-#: (width, exponent_bits, min_exponent): the sums the fused units normalize.
+#: (width, exponent_bits, min_exponent): the sums the fused units normalize; ``None``: one unit
+#: shared by the formats of the vector unit, told each sum's minimum exponent.
 NORMALIZE_CONFIGURATIONS = [(77, 12, FP32.min_exponent), (164, 15, FP64.min_exponent),
                             (40, 12, FP32.min_exponent), (29, 12, FP32.min_exponent),
-                            (16, 12, FP32.min_exponent)]
+                            (16, 12, FP32.min_exponent), (217, 15, None)]
+SHARED_MIN_EXPONENTS = (FP16.min_exponent, FP32.min_exponent, FP64.min_exponent)
 
 
-def check_normalize(width: int, exponent_bits: int, min_exponent: int, count: int, seed: int):
+def check_normalize(width: int, exponent_bits: int, min_exponent: int | None, count: int,
+                    seed: int):
     rng = random.Random(seed)
     vectors = []
     for _ in range(count):
+        vector_min = rng.choice(SHARED_MIN_EXPONENTS) if min_exponent is None else min_exponent
         magnitude = rng.getrandbits(width) >> rng.choice([0, 0, 1, 2, rng.randrange(width + 1)])
         if rng.random() < 0.3:
             magnitude >>= rng.randrange(width + 1)
-        exponent = rng.choice([rng.randint(min_exponent - width - 4, min_exponent + width + 4),
-                               rng.randint(min_exponent - 2 * width - 8,
-                                           -min_exponent + width)])
-        vectors.append({"sign": rng.getrandbits(1), "exponent": exponent,
-                        "magnitude": magnitude})
+        exponent = rng.choice([rng.randint(vector_min - width - 4, vector_min + width + 4),
+                               rng.randint(vector_min - 2 * width - 8, -vector_min + width)])
+        vectors.append(({"sign": rng.getrandbits(1), "exponent": exponent,
+                         "magnitude": magnitude}, vector_min))
     dut = FpNormalize(width=width, exponent_bits=exponent_bits, min_exponent=min_exponent)
-    results = run_combinational(dut, vectors, lambda ctx, v: ctx.set(dut.sum, v),
-                                lambda ctx: ctx.get(dut.normalized))
-    for vector, got in zip(vectors, results):
+
+    def apply(ctx, vector):
+        ctx.set(dut.sum, vector[0])
+        if min_exponent is None:
+            ctx.set(dut.min_exponent, vector[1])
+    results = run_combinational(dut, vectors, apply, lambda ctx: ctx.get(dut.normalized))
+    for (vector, vector_min), got in zip(vectors, results):
         assert got.zero == (vector["magnitude"] == 0), (vector, got)
         if got.zero:
             continue
         value = term_value(vector["sign"], vector["magnitude"], vector["exponent"], width)
         leading_exponent = vector["exponent"] - (width - vector["magnitude"].bit_length())
-        assert got.tiny == (leading_exponent < min_exponent), (vector, got)
+        assert got.tiny == (leading_exponent < vector_min), (vector, vector_min, got)
         assert got.sign == vector["sign"]
         if not got.tiny:
             assert got.significand >> (width - 1) == 1, (vector, got)
             assert term_value(got.sign, got.significand, got.exponent, width) == value
         else:
-            assert got.exponent == min_exponent, (vector, got)
-            scaled = abs(value) / Fraction(2) ** (min_exponent - width + 1)
+            assert got.exponent == vector_min, (vector, vector_min, got)
+            scaled = abs(value) / Fraction(2) ** (vector_min - width + 1)
             round_to_odd = (scaled.numerator // scaled.denominator) | (scaled.denominator != 1)
-            assert got.significand == round_to_odd, (vector, got)
+            assert got.significand == round_to_odd, (vector, vector_min, got)
 
 
 @pytest.mark.parametrize("configuration", NORMALIZE_CONFIGURATIONS, ids=lambda c: f"w{c[0]}")
@@ -404,7 +411,7 @@ def test_arguments_are_checked():
     with pytest.raises(ValueError, match="guard_bits must be an integer of at least 1, not 0"):
         FpAlignAdd(augend_width=24, addend_width=24, exponent_bits=12, guard_bits=0,
                    headroom_bits=2)
-    with pytest.raises(ValueError, match="min_exponent must fit a signed 8-bit exponent, not -1022"):
+    with pytest.raises(ValueError, match="min_exponent must be None or fit a signed 8-bit exponent, not -1022"):
         FpNormalize(width=20, exponent_bits=8, min_exponent=-1022)
     with pytest.raises(ValueError, match="exponent_bits must be an integer of at least 12 for fp64"):
         FpRound(FP64, width=60, exponent_bits=11)

@@ -35,13 +35,17 @@ class FpNormalize(CheckedComponent):
         Window width of the sum.
     exponent_bits : int
         Width of the signed exponents.
-    min_exponent : int
+    min_exponent : int or None
         The output format's minimum normal exponent: no result is scaled below it, and a value
         whose leading one weighs less is ``tiny`` (flushed to zero under FZ, before rounding).
+        ``None`` for a unit shared by several output formats: the ``min_exponent`` input gives
+        it.
 
     Attributes
     ----------
     sum : Signal(SumLayout(width, exponent_bits)), in
+    min_exponent : Signal(signed(exponent_bits)), in
+        Only when the parameter ``min_exponent`` is ``None``.
     normalized : Signal(NormalizedLayout(width, exponent_bits)), out
 
     Raises
@@ -51,26 +55,28 @@ class FpNormalize(CheckedComponent):
     """
 
     @staticmethod
-    def check_arguments(*, width: int, exponent_bits: int, min_exponent: int) -> None:
+    def check_arguments(*, width: int, exponent_bits: int, min_exponent: int | None) -> None:
         if not isinstance(width, int) or width < 2:
             raise ValueError(
                 f"width must be an integer of at least 2, not {width!r}")
         if not isinstance(exponent_bits, int) or exponent_bits < 2:
             raise ValueError(f"exponent_bits must be an integer of at least 2, "
                              f"not {exponent_bits!r}")
-        if not isinstance(min_exponent, int) or not (
-                -2 ** (exponent_bits - 1) <= min_exponent < 2 ** (exponent_bits - 1)):
-            raise ValueError(f"min_exponent must fit a signed {exponent_bits}-bit "
+        if min_exponent is not None and (
+                not isinstance(min_exponent, int)
+                or not -2 ** (exponent_bits - 1) <= min_exponent < 2 ** (exponent_bits - 1)):
+            raise ValueError(f"min_exponent must be None or fit a signed {exponent_bits}-bit "
                              f"exponent, not {min_exponent!r}")
 
-    def __init__(self, *, width: int, exponent_bits: int, min_exponent: int):
+    def __init__(self, *, width: int, exponent_bits: int, min_exponent: int | None):
         self._width = width
         self._exponent_bits = exponent_bits
         self._min_exponent = min_exponent
-        super().__init__({
-            "sum": In(SumLayout(width, exponent_bits)),
-            "normalized": Out(NormalizedLayout(width, exponent_bits)),
-        })
+        ports = {"sum": In(SumLayout(width, exponent_bits)),
+                 "normalized": Out(NormalizedLayout(width, exponent_bits))}
+        if min_exponent is None:
+            ports["min_exponent"] = In(signed(exponent_bits))
+        super().__init__(ports)
 
     @property
     def width(self) -> int:
@@ -78,7 +84,8 @@ class FpNormalize(CheckedComponent):
 
     def elaborate(self, platform):
         m = Module()
-        width, min_exponent = self._width, self._min_exponent
+        width = self._width
+        min_exponent = self.min_exponent if self._min_exponent is None else self._min_exponent
         exponent = self.sum.exponent
 
         leading = Signal(range(width + 1))

@@ -25,7 +25,9 @@ flushed), IXC from the rounding; only active elements raise them (every addition
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from dataclasses import dataclass
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, enum
 
 from zatile.hw._common import max_bytes
@@ -34,13 +36,15 @@ from zatile.hw.fp.align_add import FpAlignAdd, SumLayout, TermLayout, assign_ter
 from zatile.hw.fp.format import FP16, FP32, FP64, FpFormat
 from zatile.hw.fp.multiply import FpMultiply
 from zatile.hw.fp.normalize import FpNormalize
-from zatile.hw.fp.unpack import FpUnpack
+from zatile.hw.fp.unpack import FpUnpack, UnpackedLayout
 from zatile.hw.vector.common import VectorExecutionUnit, active_bytes
 
 __all__ = ["VectorFpArith"]
 
 #: The formats by log2 of the element size in bytes.
 _FORMATS = {1: FP16, 2: FP32, 3: FP64}
+#: The format of the one fused datapath every format shares (the widest).
+_FUSED = FP64
 
 
 class _Kind(enum.Enum, shape=3):
@@ -72,11 +76,29 @@ def _constant(fmt: FpFormat, exponent: int, fraction_top: int = 0) -> int:
     return (fmt.bias + exponent) << fmt.fraction_bits | fraction_top << (fmt.fraction_bits - 1)
 
 
-def _element(m: Module, fmt: FpFormat, control, first, second, third):
-    """One element of ``fmt`` through the fused datapath: (result bits, FPSR bits).
+@dataclass(frozen=True)
+class _Operands:
+    """One element's operands in its own format, and what its special cases need.
 
-    ``first``, ``second``, ``third`` are the element's operands (``second`` already the
-    immediate where the form has one)."""
+    ``multiplicand``, ``multiplier`` and ``addend`` are unpacked in the element's format
+    (:func:`~zatile.hw.fp.unpack.UnpackedLayout`); ``power`` is FSCALE's (the second operand,
+    sign-extended to 64 bits); ``nan`` is the processed NaN the NaN operands give;
+    ``input_denormal`` is the IDC flag of the flushed operands."""
+
+    multiplicand: Value
+    multiplier: Value
+    addend: Value
+    power: Value
+    nan: Value
+    any_nan: Value
+    any_signalling: Value
+    addend_signalling: Value
+    input_denormal: Value
+
+
+def _operands(m: Module, fmt: FpFormat, control, first, second, third) -> _Operands:
+    """The operands of one element of ``fmt`` for the fused datapath, in the pseudocode's order
+    (``second`` already the immediate where the form has one)."""
     name = fmt.name
     width, sign_bit, fraction_bits = fmt.width, fmt.width - 1, fmt.fraction_bits
     sign_mask = 1 << sign_bit
@@ -138,7 +160,6 @@ def _element(m: Module, fmt: FpFormat, control, first, second, third):
         nans.append(nan & enables[index])
         signalling.append(snan & enables[index])
         denormals.append(denormal & enables[index])
-    input_denormal = Cat(*denormals).any() & flush if fmt is not FP16 else Const(0)
     chosen_nan = sig("chosen_nan")
     # First signalling NaN, else first quiet NaN.
     with m.If(signalling[0]):
@@ -153,12 +174,7 @@ def _element(m: Module, fmt: FpFormat, control, first, second, third):
         m.d.comb += chosen_nan.eq(candidates[1])
     with m.Else():
         m.d.comb += chosen_nan.eq(candidates[2])
-    any_nan = Cat(*nans).any()
-    any_signalling = Cat(*signalling).any()
-    processed_nan = Mux(control.dn, fmt.default_nan,
-                        chosen_nan | (1 << (fraction_bits - 1)))
 
-    # ---- unpack, multiply, align and add, normalize
     unpacks = []
     for label, bits in (("multiplicand", multiplicand), ("multiplier", multiplier),
                         ("addend", addend)):
@@ -166,18 +182,46 @@ def _element(m: Module, fmt: FpFormat, control, first, second, third):
         m.submodules[f"{name}_unpack_{label}"] = unpack
         m.d.comb += [unpack.bits.eq(bits), unpack.flush.eq(flush)]
         unpacks.append(unpack.operand)
-    u1, u2, ua = unpacks
-    multiply = m.submodules[f"{name}_multiply"] = FpMultiply(fmt)
-    m.d.comb += [multiply.multiplicand.eq(u1), multiply.multiplier.eq(u2)]
+    power = sig("power", signed(64))
+    m.d.comb += power.eq(second.as_signed())
+    return _Operands(
+        *unpacks, power=power,
+        nan=Mux(control.dn, fmt.default_nan, chosen_nan | (1 << (fraction_bits - 1))),
+        any_nan=Cat(*nans).any(), any_signalling=Cat(*signalling).any(),
+        addend_signalling=signalling[0],
+        input_denormal=Cat(*denormals).any() & flush if fmt is not FP16 else Const(0))
+
+
+def _widened(m: Module, fmt: FpFormat, label: str, operand) -> Signal:
+    """``operand``, unpacked in ``fmt``, as the same value unpacked in :data:`_FUSED`: its
+    significand moves to the top of the wider one, so the exponent still weighs the top bit."""
+    wide = Signal(UnpackedLayout(_FUSED), name=f"{fmt.name}_{label}_widened")
+    m.d.comb += [wide.sign.eq(operand.sign), wide.exponent.eq(operand.exponent),
+                 wide.significand.eq(operand.significand << (_FUSED.precision - fmt.precision)),
+                 wide.zero.eq(operand.zero), wide.denormal.eq(operand.denormal),
+                 wide.infinity.eq(operand.infinity), wide.nan.eq(operand.nan)]
+    return wide
+
+
+def _fused(m: Module, control, multiplicand, multiplier, addend, power, min_exponent):
+    """The exact ``addend + multiplicand * multiplier`` (times FSCALE's ``power`` of two; halved
+    for FRSQRTS), operands unpacked in :data:`_FUSED`, normalized to the output format's
+    ``min_exponent``: a ``NormalizedLayout`` value whose top bits any format's rounding keeps.
+    One datapath serves every format: the product of two significands of a narrower format
+    lies at the top of the wider product, and every bit below its round bit is kept or sticky
+    (:class:`~zatile.hw.fp.align_add.FpAlignAdd`, whose conditions are weaker for a narrower
+    output)."""
+    precision = _FUSED.precision
+    exponent_bits = _FUSED.exponent_bits + 4
+    multiply = m.submodules.fused_multiply = FpMultiply(_FUSED)
+    m.d.comb += [multiply.multiplicand.eq(multiplicand), multiply.multiplier.eq(multiplier)]
     product = multiply.product
 
-    precision = fmt.precision
-    exponent_bits = fmt.exponent_bits + 4
-    # FSCALE: beyond this power every result overflows or underflows the same way.
-    limit = 2 ** fmt.exponent_bits + fraction_bits + 2
-    power = second.as_signed()
-    clamped_power = sig("power", signed(exponent_bits))
-    with m.If(kind != _Kind.SCALE):
+    # FSCALE: beyond this power every result overflows or underflows the same way (in every
+    # format, the widest needing the most).
+    limit = 2 ** _FUSED.exponent_bits + _FUSED.fraction_bits + 2
+    clamped_power = Signal(signed(exponent_bits), name="fused_power")
+    with m.If(control.kind != _Kind.SCALE):
         m.d.comb += clamped_power.eq(0)
     with m.Elif(power > limit):
         m.d.comb += clamped_power.eq(limit)
@@ -185,27 +229,40 @@ def _element(m: Module, fmt: FpFormat, control, first, second, third):
         m.d.comb += clamped_power.eq(-limit)
     with m.Else():
         m.d.comb += clamped_power.eq(power)
-    product_term = sig("product_term", TermLayout(2 * precision, exponent_bits))
-    addend_term = sig("addend_term", TermLayout(precision, exponent_bits))
+    product_term = Signal(TermLayout(2 * precision, exponent_bits), name="fused_product_term")
+    addend_term = Signal(TermLayout(precision, exponent_bits), name="fused_addend_term")
     m.d.comb += [product_term.sign.eq(product.sign),
                  product_term.exponent.eq(product.exponent + clamped_power),
                  product_term.significand.eq(product.significand),
-                 *assign_term(addend_term, ua)]
-    align_add = m.submodules[f"{name}_align_add"] = FpAlignAdd(
+                 *assign_term(addend_term, addend)]
+    align_add = m.submodules.fused_align_add = FpAlignAdd(
         augend_width=2 * precision, addend_width=precision, exponent_bits=exponent_bits,
         guard_bits=3, headroom_bits=precision + 2)
     m.d.comb += [align_add.augend.eq(product_term), align_add.addend.eq(addend_term)]
     window = align_add.window_width
-    total = sig("sum", SumLayout(window, exponent_bits))
+    total = Signal(SumLayout(window, exponent_bits), name="fused_sum")
     # FRSQRTS halves the exact sum before rounding.
     m.d.comb += [total.sign.eq(align_add.sum.sign), total.magnitude.eq(align_add.sum.magnitude),
                  total.exponent.eq(align_add.sum.exponent - control.rsqrt)]
-    normalize = m.submodules[f"{name}_normalize"] = FpNormalize(
-        width=window, exponent_bits=exponent_bits, min_exponent=fmt.min_exponent)
-    m.d.comb += normalize.sum.eq(total)
-    value = normalize.normalized
+    normalize = m.submodules.fused_normalize = FpNormalize(
+        width=window, exponent_bits=exponent_bits, min_exponent=None)
+    m.d.comb += [normalize.sum.eq(total), normalize.min_exponent.eq(min_exponent)]
+    return normalize.normalized
 
-    # ---- round (FPRoundBase): result and flags
+
+def _rounded(m: Module, fmt: FpFormat, control, operands: _Operands, value):
+    """The element of ``fmt`` from its operands and the normalized exact ``value``:
+    ``FPRoundBase`` and the special cases (result bits, FPSR bits)."""
+    name = fmt.name
+    width, sign_bit, fraction_bits = fmt.width, fmt.width - 1, fmt.fraction_bits
+    sign_mask = 1 << sign_bit
+    kind = control.kind
+    two = _constant(fmt, 1)
+
+    def sig(suffix, shape=None):
+        return Signal(shape if shape is not None else width, name=f"{name}_{suffix}")
+
+    window, precision = len(value.significand), fmt.precision
     kept = value.significand[window - precision:]
     round_bit = value.significand[window - precision - 1]
     sticky = value.significand[:window - precision - 1].any()
@@ -230,16 +287,19 @@ def _element(m: Module, fmt: FpFormat, control, first, second, third):
     overflow = too_large | (magnitude >= fmt.infinity)
 
     # ---- the special cases, highest priority first
+    u1, u2, ua = operands.multiplicand, operands.multiplier, operands.addend
     result = sig("result")
     ioc, ofc, ufc, ixc = (sig(f"flag_{flag}", 1) for flag in ("ioc", "ofc", "ufc", "ixc"))
     infinity_times_zero = (u1.infinity & u2.zero) | (u1.zero & u2.infinity)
     product_infinity = u1.infinity | u2.infinity
     product_zero = u1.zero | u2.zero
     signed_product = u1.sign ^ u2.sign
-    with m.If(ua.nan & ~signalling[0] & infinity_times_zero & (kind == _Kind.MLA)):
+    flush = control.fz16 if fmt is FP16 else control.fz
+    with m.If(ua.nan & ~operands.addend_signalling & infinity_times_zero
+              & (kind == _Kind.MLA)):
         m.d.comb += [result.eq(fmt.default_nan), ioc.eq(1)]
-    with m.Elif(any_nan):
-        m.d.comb += [result.eq(processed_nan), ioc.eq(any_signalling)]
+    with m.Elif(operands.any_nan):
+        m.d.comb += [result.eq(operands.nan), ioc.eq(operands.any_signalling)]
     with m.Elif(infinity_times_zero & (kind == _Kind.MULX)):
         m.d.comb += result.eq(Cat(Const(two, sign_bit), signed_product))
     with m.Elif(infinity_times_zero & (kind == _Kind.STEP)):
@@ -266,7 +326,8 @@ def _element(m: Module, fmt: FpFormat, control, first, second, third):
     final = sig("final")
     m.d.comb += final.eq(result & ~Mux(control.absolute, sign_mask, 0))
     flags = sig("flags", 8)
-    m.d.comb += flags.eq(Cat(ioc, Const(0, 1), ofc, ufc, ixc, Const(0, 2), input_denormal))
+    m.d.comb += flags.eq(Cat(ioc, Const(0, 1), ofc, ufc, ixc, Const(0, 2),
+                             operands.input_denormal))
     return final, flags
 
 
@@ -354,13 +415,17 @@ class VectorFpArith(VectorExecutionUnit):
         # ---- one element per cycle: the element operands at `index`
         pair_first = Mux(control.reduction, index << 1, index)[:len(index) + 1]
         pair_second = (index << 1 | 1)[:len(index) + 1]
-        step_result = Signal(64)
         step_flags = Signal(8)
         element_active = Signal()
         new_work = Signal(8 * maxb)
+        fused_operands = [Signal(UnpackedLayout(_FUSED), name=f"fused_{label}")
+                          for label in ("multiplicand", "multiplier", "addend")]
+        fused_power = Signal(signed(64))
+        min_exponent = Signal(signed(_FUSED.exponent_bits + 4))
+        operands = {}
         with m.Switch(esize_log2):
             for log2, fmt in _FORMATS.items():
-                bits, count = 8 << log2, maxb >> log2
+                bits = 8 << log2
                 with m.Case(log2):
                     a = work.word_select(pair_first, bits)
                     b_vector = Mux(control.reduction, work.word_select(pair_second, bits),
@@ -371,9 +436,21 @@ class VectorFpArith(VectorExecutionUnit):
                                    half)
                     b = Mux(control.immediate, constant, b_vector)
                     c = third.word_select(index, bits)
-                    result, element_flags = _element(m, fmt, control, a, b, c)
+                    operands[log2] = element = _operands(m, fmt, control, a, b, c)
+                    unpacked = (element.multiplicand, element.multiplier, element.addend)
+                    for fused, operand, label in zip(fused_operands, unpacked,
+                                                     ("multiplicand", "multiplier", "addend")):
+                        m.d.comb += fused.eq(_widened(m, fmt, label, operand))
+                    m.d.comb += [fused_power.eq(element.power),
+                                 min_exponent.eq(fmt.min_exponent)]
+        value = _fused(m, control, *fused_operands, fused_power, min_exponent)
+        with m.Switch(esize_log2):
+            for log2, fmt in _FORMATS.items():
+                bits, count = 8 << log2, maxb >> log2
+                with m.Case(log2):
+                    result, element_flags = _rounded(m, fmt, control, operands[log2], value)
                     m.d.comb += [
-                        step_result.eq(result), step_flags.eq(element_flags),
+                        step_flags.eq(element_flags),
                         element_active.eq(control.reduction
                                           | active.word_select(index, 1 << log2)[0]),
                         new_work.eq(Cat(*(Mux(index == k, result, work[k * bits:][:bits])
