@@ -135,6 +135,10 @@ def _mistakes(folder: Path) -> dict[str, list[str]]:
                                           str(folder / "f")],
         "verilog more lanes than rows": ["verilog", "--svl", "128", "--lanes", "8", "-o",
                                          str(folder / "v")],
+        "fpga vector bits below a chunk": ["fpga", "--svl", "128", "--vector-bits", "32", "-o",
+                                           str(folder / "f")],
+        "verilog vector bits above the SVL": ["verilog", "--svl", "128", "--vector-bits", "256",
+                                              "-o", str(folder / "v")],
         # no command
         "unknown command": ["frobnicate"],
         "unknown option": ["run", program, "--svl", "128", "--colour"],

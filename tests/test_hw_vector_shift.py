@@ -4,8 +4,9 @@ Random instances of every form of the unit's operations (shifts by vector, wide 
 immediate, rounding and saturating shifts, extends and the other unary operations, halving adds,
 widening and narrowing operations) on random states full of integer edge values and random
 predicates, at the smallest and largest SVL of an engine of max SVL 512 (256 adds nothing the
-two do not and costs 40 s): the Z bytes it writes must equal the model's. Then a planted
-difference shows the comparison reports the form and the register.
+two do not and costs 40 s), with a whole vector and 64 bits per cycle: the Z bytes it writes
+must equal the model's. Then a planted difference shows the comparison reports the form and the
+register.
 """
 
 from __future__ import annotations
@@ -14,12 +15,20 @@ import pytest
 
 from zatile.hw.vector.shift import VectorShifter
 from zatile.sw.arch.isa import decode
+from tests.test_hw_vector_alu import NARROW
 from tests.vector_unit_check import cases, check
 
 
 @pytest.mark.parametrize("svl", [128, 512])
 def test_matches_the_model(svl):
     assert check(VectorShifter, svl, cases(VectorShifter.OPS, svl, 10, svl)) == []
+
+
+@pytest.mark.parametrize("svl", [128, 256])
+def test_matches_the_model_64_bits_per_cycle(svl):
+    """The shifter built to make 64 bits per cycle: two chunks at SVL 128, four at 256."""
+    assert check(VectorShifter, svl, cases(VectorShifter.OPS, svl, 10, svl + 1),
+                 config=NARROW) == []
 
 
 def test_a_planted_difference_is_reported_with_form_and_register():

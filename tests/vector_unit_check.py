@@ -78,19 +78,21 @@ def _first_present(fields: dict, names: tuple[str, ...]):
     return next((fields[name] for name in names if name in fields), None)
 
 
-def check(unit_class, svl: int, case_list, corrupt: Callable | None = None) -> list[str]:
-    """Run ``case_list`` through decoder + ``unit_class``; the differences from the model.
+def check(unit_class, svl: int, case_list, corrupt: Callable | None = None,
+          config: EngineConfig = CONFIG) -> list[str]:
+    """Run ``case_list`` through decoder + ``unit_class`` (built for ``config``, whose
+    ``max_svl`` is :data:`CONFIG`'s); the differences from the model.
 
     ``corrupt(word, outputs)`` may alter the unit's outputs (a dict of ``vector``,
     ``vector_lanes``, ``predicate``, ``predicate_lanes``, ``scalar``, ``nzcv``,
     ``fpsr_flags``) before the comparison.
     """
     m = Module()
-    m.submodules.decoder = decoder = Decoder(CONFIG, frozenset(unit_class.OPS))
-    m.submodules.unit = unit = unit_class(CONFIG)
-    payload = Signal(VectorOpLayout(CONFIG))      # what the testbench drives
+    m.submodules.decoder = decoder = Decoder(config, frozenset(unit_class.OPS))
+    m.submodules.unit = unit = unit_class(config)
+    payload = Signal(VectorOpLayout(config))      # what the testbench drives
     m.d.comb += [getattr(unit.op.payload, name).eq(getattr(payload, name))
-                 for name, _ in VectorOpLayout(CONFIG) if name != "decoded"]
+                 for name, _ in VectorOpLayout(config) if name != "decoded"]
     m.d.comb += unit.op.payload.decoded.eq(decoder.decoded)
     problems = []
     svl_bytes = svl // 8

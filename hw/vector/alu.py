@@ -1,9 +1,13 @@
 """The vector unit's ALU: integer element arithmetic, compares and predicate logic.
 
-An execution unit of :mod:`zatile.hw.vector` (payloads in :mod:`zatile.hw.vector.common`): its
-result leaves one cycle after the op (one pipeline register). docs/isa.md, "Streaming SVE integer
-arithmetic" and "Streaming SVE predicates, counts and reductions", state the semantics; the
-reference model is the oracle of ``tests/test_hw_vector_alu.py``.
+An execution unit of :mod:`zatile.hw.vector` (payloads in :mod:`zatile.hw.vector.common`). It
+makes ``vector_bits_per_cycle`` bits of the result per cycle from the held op
+(:func:`~zatile.hw.vector.common.chunk_steps`), so its result leaves ``SVL /
+vector_bits_per_cycle`` cycles after the op is presented (the cycle after, by default);
+compares and predicate operations make their P result and flags with the last chunk.
+docs/isa.md, "Streaming SVE integer arithmetic" and "Streaming SVE predicates, counts and
+reductions", state the semantics; the reference model is the oracle of
+``tests/test_hw_vector_alu.py``.
 
 Operands come from the form's fields, as the decoder reports them (``present``, ``flags``,
 ``choices``): the first vector is ``Zdn`` or ``Zn``; the second ``Zm`` (its 64-bit lane element
@@ -18,10 +22,11 @@ from __future__ import annotations
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data
 
-from zatile.hw._common import max_bytes, pipeline_advance
+from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
-                                     element_starts, extend, predicate_test, saturate)
+                                     chunk_registers, chunk_steps, element_starts, extend,
+                                     predicate_test, saturate)
 
 __all__ = ["VectorAlu"]
 
@@ -54,11 +59,11 @@ class VectorAlu(VectorExecutionUnit):
     Parameters
     ----------
     config : EngineConfig
-        ``max_svl`` sizes the vectors.
+        ``max_svl`` sizes the vectors; ``vector_bits_per_cycle`` the datapath.
 
     Attributes
     ----------
-    op : In(stream.Signature(VectorOpLayout))
+    op : In(stream.Signature(VectorOpLayout)), held (valid, payload stable) until ``ready``
     result : Out(stream.Signature(VectorResultLayout)), one transfer per ``op`` transfer,
         the cycle after it at the earliest.
 
@@ -74,13 +79,22 @@ class VectorAlu(VectorExecutionUnit):
     def elaborate(self, platform):
         m = Module()
         maxb = max_bytes(self._config)
+        chunk_bytes = self._config.vector_bits_per_cycle // 8
+        chunks = maxb // chunk_bytes
         payload = self.op.payload
         decoded = payload.decoded
         op, fields, flags, present = decoded.op, decoded.fields, decoded.flags, decoded.present
         esize_log2 = decoded.esize_log2
-        first = Value.cast(payload.first)
-        second_vector = Value.cast(payload.second)
         svl_mask = payload.svl_mask
+        steps = chunk_steps(m, self, chunk_bytes)
+
+        def this_chunk(value):
+            """The part of a whole-register ``value`` (a Z or P value, or one bit per byte) in
+            the chunk made this cycle."""
+            return Value.cast(value).word_select(steps.chunk, len(Value.cast(value)) // chunks)
+
+        first = this_chunk(payload.first)
+        second_vector = this_chunk(payload.second)
 
         # ---- the immediate operand (64 bits; elements take its low bits)
         imm8 = Signal(64)
@@ -99,16 +113,16 @@ class VectorAlu(VectorExecutionUnit):
         with m.Elif(present.immr):
             m.d.comb += immediate.eq(bitmask)
 
-        # ---- operand vectors: the immediate replicated at the element size, reversed forms
-        replicated = Signal(8 * maxb)
+        # ---- operand chunks: the immediate replicated at the element size, reversed forms
+        replicated = Signal(8 * chunk_bytes)
         with m.Switch(esize_log2):
             for log2 in ELEMENT_SIZES:
                 with m.Case(log2):
                     bits = 8 << log2
-                    m.d.comb += replicated.eq(Cat(*[immediate[:bits]] * (maxb >> log2)))
-        second = Signal(8 * maxb)
+                    m.d.comb += replicated.eq(Cat(*[immediate[:bits]] * (chunk_bytes >> log2)))
+        second = Signal(8 * chunk_bytes)
         m.d.comb += second.eq(Mux(present.zm, second_vector, replicated))
-        left, right = Signal(8 * maxb), Signal(8 * maxb)
+        left, right = Signal(8 * chunk_bytes), Signal(8 * chunk_bytes)
         m.d.comb += [left.eq(Mux(flags.reversed, second, first)),
                      right.eq(Mux(flags.reversed, first, second))]
 
@@ -133,12 +147,12 @@ class VectorAlu(VectorExecutionUnit):
             with m.Case(Op.CMP):
                 m.d.comb += [control.a_signed.eq(~unsigned_compare),
                              control.b_signed.eq(~unsigned_compare), control.subtract.eq(1)]
-        element_result = Signal(8 * maxb)
-        compare = Signal(maxb)          # the compare's truth at each element's first bit
+        element_result = Signal(8 * chunk_bytes)
+        compare = Signal(chunk_bytes)   # the compare's truth at each element's first bit
         with m.Switch(esize_log2):
             for log2 in ELEMENT_SIZES:
                 with m.Case(log2):
-                    results, truths = _elements(m, control, log2, maxb, left, right,
+                    results, truths = _elements(m, control, log2, chunk_bytes, left, right,
                                                 second_vector, immediate, cond,
                                                 decoded.choices.second == _SECOND.WIDE)
                     m.d.comb += [element_result.eq(results), compare.eq(truths)]
@@ -151,7 +165,7 @@ class VectorAlu(VectorExecutionUnit):
                 with m.Case(log2):
                     m.d.comb += [starts.eq(element_starts(log2, maxb)),
                                  active.eq(active_bytes(payload.governing, log2, maxb))]
-        bitwise = Signal(8 * maxb)
+        bitwise = Signal(8 * chunk_bytes)
         with m.Switch(op):
             with m.Case(Op.INT_AND):
                 m.d.comb += bitwise.eq(left & right)
@@ -164,7 +178,7 @@ class VectorAlu(VectorExecutionUnit):
             with m.Case(Op.INT_DUPM):
                 m.d.comb += bitwise.eq(replicated)
 
-        # ---- predicate operations (byte granular)
+        # ---- predicate operations (byte granular, the whole register at the last chunk)
         g, n, pm = payload.governing, payload.pn, payload.pm
         logic = decoded.choices.logic
         predicate_logic = Signal(maxb)
@@ -176,23 +190,32 @@ class VectorAlu(VectorExecutionUnit):
                 with m.Case(_LOGIC[name]):
                     m.d.comb += predicate_logic.eq(value & svl_mask)
 
-        # ---- the result, registered
-        advance = pipeline_advance(m, self.op, self.result, [])
-        out = self.result.payload
+        # ---- the result, registered chunk by chunk
         is_bitwise = Cat(*(op == o for o in (*_BITWISE_OPS, Op.INT_DUPM))).any()
         is_element = Cat(*(op == o for o in _ELEMENT_OPS)).any()
+        compare_chunk = Signal(chunk_bytes)
+        m.d.comb += compare_chunk.eq(Mux(op == Op.CMP,
+                                         compare & this_chunk(payload.governing & starts), 0))
+        lanes_chunk = Signal(chunk_bytes)
+        m.d.comb += lanes_chunk.eq(Mux(is_bitwise | is_element,
+                                       Mux(present.pg, this_chunk(active), Const(-1, chunk_bytes))
+                                       & this_chunk(svl_mask), 0))
+        x = chunk_registers(m, steps, chunks, x_vector=Mux(is_bitwise, bitwise, element_result),
+                            x_lanes=lanes_chunk, x_compare=compare_chunk)
+        # The whole compare result on the last chunk: the chunks before it and this one.
         compare_result = Signal(maxb)
-        m.d.comb += compare_result.eq(compare & payload.governing & starts)
-        with m.If(advance):
+        m.d.comb += compare_result.eq(Cat(
+            Mux(steps.chunk == k, compare_chunk, x["x_compare"].word_select(k, chunk_bytes))
+            for k in range(chunks)))
+        x_predicate = Signal(maxb)
+        x_predicate_lanes = Signal(maxb)
+        out = self.result.payload
+        with m.If(steps.step & steps.last):
             m.d.sync += [
-                out.vector.eq(Mux(is_bitwise, bitwise, element_result)),
-                out.vector_lanes.eq(Mux(is_bitwise | is_element,
-                                        Mux(present.pg, active, Const(-1, maxb)) & svl_mask,
-                                        0)),
-                out.predicate_lanes.eq(Mux(
+                x_predicate.eq(Mux(op == Op.CMP, 0, predicate_logic)),   # CMP: x_compare
+                x_predicate_lanes.eq(Mux(
                     Cat(op == Op.CMP, op == Op.PRED_LOGIC, op == Op.PRED_LOGIC_FLAGS).any(),
                     svl_mask, 0)),
-                out.predicate.eq(Mux(op == Op.CMP, compare_result, predicate_logic)),
             ]
             with m.Switch(op):
                 with m.Case(Op.CMP):
@@ -202,6 +225,9 @@ class VectorAlu(VectorExecutionUnit):
                     m.d.sync += out.nzcv.eq(predicate_test(g, predicate_logic))
                 with m.Case(Op.PTEST):
                     m.d.sync += out.nzcv.eq(predicate_test(g, n))
+        m.d.comb += [out.vector.eq(x["x_vector"]), out.vector_lanes.eq(x["x_lanes"]),
+                     out.predicate.eq(x_predicate | x["x_compare"]),
+                     out.predicate_lanes.eq(x_predicate_lanes)]
         return m
 
 

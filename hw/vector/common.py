@@ -26,7 +26,9 @@ the flags ``nzcv`` (the engine reports them for the forms that have them).
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Mux, Value
+from dataclasses import dataclass
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream
 from amaranth.lib.wiring import In, Out
 
@@ -36,7 +38,8 @@ from zatile.hw._common import ConfigComponent, max_bytes, row_layout
 from zatile.hw.decoder import DecodedLayout
 
 __all__ = ["VectorOpLayout", "VectorResultLayout", "VectorExecutionUnit", "ELEMENT_SIZES",
-           "element_starts", "active_bytes", "predicate_test", "extend", "saturate"]
+           "ChunkSteps", "chunk_steps", "chunk_registers", "element_starts", "active_bytes",
+           "predicate_test", "extend", "saturate"]
 
 #: log2 of the element sizes in bytes.
 ELEMENT_SIZES = (0, 1, 2, 3)
@@ -124,3 +127,56 @@ def saturate(value: Value, bits: int, signed_: bool) -> Value:
     high = (1 << (bits - 1)) - 1 if signed_ else (1 << bits) - 1
     return Mux(value < low, Const(low, bits + 1)[:bits],
                Mux(value > high, Const(high, bits + 1)[:bits], value[:bits]))
+
+
+@dataclass(frozen=True)
+class ChunkSteps:
+    """The sequencing :func:`chunk_steps` gives a unit: ``chunk``, the index of the chunk of
+    the result it makes this cycle; ``step``, high when it makes one; ``last``, high on the last
+    chunk inside the effective SVL."""
+
+    chunk: Signal
+    step: Signal
+    last: Signal
+
+
+def chunk_steps(m: Module, unit: VectorExecutionUnit, chunk_bytes: int) -> ChunkSteps:
+    """Sequencing of an execution ``unit`` that makes its result ``chunk_bytes`` bytes per cycle
+    from an op held on its stream (valid, payload stable) until ``op.ready``.
+
+    A chunk is made whenever the op is valid and the result registers are free or being taken;
+    ``op.ready`` rises with the last chunk inside the SVL (``svl_mask``) and ``result.valid`` the
+    cycle after, until the result is taken. An instruction therefore takes ``SVL / 8 /
+    chunk_bytes`` cycles, plus one for the result; with one chunk per vector, the result
+    leaves the cycle after the op.
+    """
+    maxb = len(unit.op.payload.svl_mask)
+    chunks = maxb // chunk_bytes
+    chunk = Signal(range(max(chunks, 2)), name="chunk")
+    step, last = Signal(name="chunk_step"), Signal(name="last_chunk")
+    inside = Cat(unit.op.payload.svl_mask[chunk_bytes * k] for k in range(chunks))
+    m.d.comb += [step.eq(unit.op.valid & (~unit.result.valid | unit.result.ready)),
+                 last.eq(~Cat(inside, Const(0, 1)).bit_select(chunk + 1, 1)),
+                 unit.op.ready.eq(step & last)]
+    with m.If(step):
+        m.d.sync += chunk.eq(Mux(last, 0, chunk + 1))
+    with m.If(unit.result.ready):
+        m.d.sync += unit.result.valid.eq(0)
+    with m.If(step & last):
+        m.d.sync += unit.result.valid.eq(1)
+    return ChunkSteps(chunk, step, last)
+
+
+def chunk_registers(m: Module, steps: ChunkSteps, chunks: int, **values: Value) -> dict:
+    """Registers that gather a result chunk by chunk: ``values`` maps a name to the part of it
+    the unit makes this cycle (chunk ``steps.chunk`` of ``chunks``; a value as wide as one
+    part), which loads on each step. Returns each whole register, ``chunks`` times as wide, by
+    name."""
+    gathered = {}
+    for name, value in values.items():
+        parts = [Signal(len(value), name=f"{name}_{k}") for k in range(chunks)]
+        for k, part in enumerate(parts):
+            with m.If(steps.step & (steps.chunk == k)):
+                m.d.sync += part.eq(value)
+        gathered[name] = Cat(*parts)
+    return gathered

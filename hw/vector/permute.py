@@ -26,7 +26,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value
 
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
-from zatile.hw.vector.common import VectorExecutionUnit, element_starts
+from zatile.hw.vector.common import (VectorExecutionUnit, chunk_registers, chunk_steps,
+                                     element_starts)
 
 __all__ = ["VectorPermuter"]
 
@@ -99,21 +100,8 @@ class VectorPermuter(VectorExecutionUnit):
         byte_index = range(2 * maxb)            # a byte of one register, or of a pair
 
         # ---- sequencing: chunk ``x_chunk`` of the destination is made while the op is held
-        x_chunk = Signal(range(chunks))
-        result_valid = Signal()
-        step = Signal()
-        last = Signal()
-        chunk_inside = Cat(svl_mask[CHUNK * k] for k in range(chunks))
-        m.d.comb += [step.eq(self.op.valid & (~result_valid | self.result.ready)),
-                     last.eq((x_chunk == chunks - 1)
-                             | ~Cat(chunk_inside, Const(0, 1)).bit_select(x_chunk + 1, 1)),
-                     self.op.ready.eq(step & last)]
-        with m.If(step):
-            m.d.sync += x_chunk.eq(Mux(last, 0, x_chunk + 1))
-        with m.If(self.result.ready):
-            m.d.sync += result_valid.eq(0)
-        with m.If(step & last):
-            m.d.sync += result_valid.eq(1)
+        steps = chunk_steps(m, self, CHUNK)
+        x_chunk, step, last = steps.chunk, steps.step, steps.last
 
         # ---- operand-wide values
         svl_bytes = Signal(range(2 * maxb))
@@ -256,28 +244,22 @@ class VectorPermuter(VectorExecutionUnit):
         m.d.comb += chunk_value.eq(Mux(op == Op.PERM_INDEX, index_chunk, Cat(gathered)))
 
         # ---- the result registers, one chunk at a time
-        x_vector = [Signal(64, name=f"x_vector_{k}") for k in range(chunks)]
-        x_lanes = [Signal(CHUNK, name=f"x_lanes_{k}") for k in range(chunks)]
-        x_predicate = [Signal(CHUNK, name=f"x_predicate_{k}") for k in range(chunks)]
         x_scalar = Signal(64)
         x_svl_mask = Signal(maxb)
         x_writes_predicate = Signal()
         writes_vector = ~is_scalar & ~is_predicate
-        for k in range(chunks):
-            with m.If(step & (x_chunk == k)):
-                m.d.sync += [x_vector[k].eq(chunk_value),
-                             x_lanes[k].eq(Mux(writes_vector, Cat(lane_writes), 0)),
-                             x_predicate[k].eq(Cat(lane_bits))]
+        x = chunk_registers(m, steps, chunks, x_vector=chunk_value,
+                            x_lanes=Mux(writes_vector, Cat(lane_writes), 0),
+                            x_predicate=Cat(lane_bits))
         with m.If(step & (x_chunk == 0)):
             m.d.sync += x_scalar.eq(chunk_value)
         with m.If(step & last):
             m.d.sync += [x_svl_mask.eq(svl_mask), x_writes_predicate.eq(is_predicate)]
         out = self.result.payload
         m.d.comb += [
-            self.result.valid.eq(result_valid),
-            out.vector.eq(Cat(x_vector)),
-            out.vector_lanes.eq(Cat(x_lanes) & x_svl_mask),
-            out.predicate.eq(Cat(x_predicate)),
+            out.vector.eq(x["x_vector"]),
+            out.vector_lanes.eq(x["x_lanes"] & x_svl_mask),
+            out.predicate.eq(x["x_predicate"]),
             out.predicate_lanes.eq(Mux(x_writes_predicate, x_svl_mask, 0)),
             out.scalar.eq(x_scalar),
             out.nzcv.eq(0),

@@ -1,7 +1,9 @@
 """The vector unit's shifter: integer shifts, unary, halving, widening and narrowing operations.
 
-An execution unit of :mod:`zatile.hw.vector` (payloads in :mod:`zatile.hw.vector.common`): its
-result leaves one cycle after the op (one pipeline register). docs/isa.md, "Streaming SVE integer
+An execution unit of :mod:`zatile.hw.vector` (payloads in :mod:`zatile.hw.vector.common`). It
+makes ``vector_bits_per_cycle`` bits of the result per cycle from the held op
+(:func:`~zatile.hw.vector.common.chunk_steps`), so its result leaves ``SVL /
+vector_bits_per_cycle`` cycles after the op is presented (the cycle after, by default). docs/isa.md, "Streaming SVE integer
 arithmetic", states the semantics; the reference model is the oracle of
 ``tests/test_hw_vector_shift.py``.
 
@@ -31,9 +33,10 @@ from __future__ import annotations
 from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data
 
-from zatile.hw._common import max_bytes, pipeline_advance
+from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
-from zatile.hw.vector.common import ELEMENT_SIZES, VectorExecutionUnit, active_bytes, extend
+from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
+                                     chunk_registers, chunk_steps, extend)
 
 __all__ = ["VectorShifter"]
 
@@ -125,11 +128,11 @@ class VectorShifter(VectorExecutionUnit):
     Parameters
     ----------
     config : EngineConfig
-        ``max_svl`` sizes the vectors.
+        ``max_svl`` sizes the vectors; ``vector_bits_per_cycle`` the datapath.
 
     Attributes
     ----------
-    op : In(stream.Signature(VectorOpLayout))
+    op : In(stream.Signature(VectorOpLayout)), held (valid, payload stable) until ``ready``
     result : Out(stream.Signature(VectorResultLayout)), one transfer per ``op`` transfer,
         the cycle after it at the earliest.
 
@@ -145,10 +148,13 @@ class VectorShifter(VectorExecutionUnit):
     def elaborate(self, platform):
         m = Module()
         maxb = max_bytes(self._config)
+        chunk_bytes = self._config.vector_bits_per_cycle // 8
+        chunks = maxb // chunk_bytes
         payload = self.op.payload
         decoded = payload.decoded
         op, fields, flags, present = decoded.op, decoded.fields, decoded.flags, decoded.present
         esize_log2 = decoded.esize_log2
+        steps = chunk_steps(m, self, chunk_bytes)
 
         control = Signal(_ControlLayout)
         with m.Switch(op):
@@ -157,9 +163,11 @@ class VectorShifter(VectorExecutionUnit):
                     m.d.comb += [(control.result[name] if name in _RESULTS
                                   else control[name]).eq(1) for name in names.split()]
 
-        # ---- operands: Zdn/Zn and Zm, swapped by the reversed forms; the immediate shift
-        first, second = Value.cast(payload.first), Value.cast(payload.second)
-        left, right = Signal(8 * maxb), Signal(8 * maxb)
+        # ---- operands (this cycle's chunk): Zdn/Zn and Zm, swapped by the reversed forms; the
+        # immediate shift
+        first = Value.cast(payload.first).word_select(steps.chunk, 8 * chunk_bytes)
+        second = Value.cast(payload.second).word_select(steps.chunk, 8 * chunk_bytes)
+        left, right = Signal(8 * chunk_bytes), Signal(8 * chunk_bytes)
         m.d.comb += [left.eq(Mux(flags.reversed, second, first)),
                      right.eq(Mux(flags.reversed, first, second))]
         # tsz:imm3 counts from the (narrow) element size down for a right shift
@@ -177,30 +185,31 @@ class VectorShifter(VectorExecutionUnit):
         # The saturating extracts narrow (SQXTN, ...) are the shifts narrow by an immediate 0.
         by_immediate = Signal()
         m.d.comb += by_immediate.eq(present.shift | control.narrow)
-        element_result = Signal(8 * maxb)
+        element_result = Signal(8 * chunk_bytes)
         with m.Switch(work_log2):
             for log2 in ELEMENT_SIZES:
                 with m.Case(log2):
                     m.d.comb += element_result.eq(_elements(
-                        m, control, log2, maxb, left, right, second, by_immediate,
+                        m, control, log2, chunk_bytes, left, right, second, by_immediate,
                         immediate_shift, flags.wide, flags.top))
 
         # ---- the bytes written: active elements (Pg), the odd halves of a narrowing top form
-        lanes = Signal(maxb)
+        lanes = Signal(chunk_bytes)
+        governing = payload.governing.word_select(steps.chunk, chunk_bytes)
+        svl_mask = payload.svl_mask.word_select(steps.chunk, chunk_bytes)
         with m.Switch(esize_log2):
             for log2 in ELEMENT_SIZES:
                 with m.Case(log2):
-                    odd_halves = Cat(Const((b >> log2) & 1, 1) for b in range(maxb))
+                    odd_halves = Cat(Const((b >> log2) & 1, 1) for b in range(chunk_bytes))
                     m.d.comb += lanes.eq(
-                        Mux(present.pg, active_bytes(payload.governing, log2, maxb),
-                            Mux(control.narrow & flags.top, odd_halves, Const(-1, maxb))))
+                        Mux(present.pg, active_bytes(governing, log2, chunk_bytes),
+                            Mux(control.narrow & flags.top, odd_halves,
+                                Const(-1, chunk_bytes))) & svl_mask)
 
-        # ---- the result, registered
-        advance = pipeline_advance(m, self.op, self.result, [])
+        # ---- the result, registered chunk by chunk
+        x = chunk_registers(m, steps, chunks, x_vector=element_result, x_lanes=lanes)
         out = self.result.payload
-        with m.If(advance):
-            m.d.sync += [out.vector.eq(element_result),
-                         out.vector_lanes.eq(lanes & payload.svl_mask)]
+        m.d.comb += [out.vector.eq(x["x_vector"]), out.vector_lanes.eq(x["x_lanes"])]
         return m
 
 

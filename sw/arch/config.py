@@ -74,6 +74,11 @@ class EngineConfig:
         an outer product takes ``max_svl // 32 // array_rows`` cycles on that many times fewer
         multipliers and FP units (the FPGA area knob, ``zatile fpga --lanes``; a 64-bit tile
         has half the rows, and takes at most as many rows per cycle). Not architectural.
+    vector_bits_per_cycle : int, optional
+        Bits of a vector the vector unit's ALU and shifter make per cycle: a power of two from
+        64 to ``max_svl``, the default (a whole vector per cycle). With fewer, their
+        instructions take ``SVL / vector_bits_per_cycle`` cycles on that many times fewer
+        element datapaths (the FPGA area knob ``--vector-bits``). Not architectural.
 
     Raises
     ------
@@ -90,6 +95,7 @@ class EngineConfig:
     queue_depth: int = 16
     mem_outstanding: int = 4
     array_rows: int | None = None
+    vector_bits_per_cycle: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_svl not in SVL_CHOICES:
@@ -138,6 +144,12 @@ class EngineConfig:
                 or self.array_rows & (self.array_rows - 1):
             raise ValueError(f"array_rows must be a power of two from 1 to max_svl/32={rows}, "
                              f"not {self.array_rows!r}")
+        if self.vector_bits_per_cycle is None:
+            object.__setattr__(self, "vector_bits_per_cycle", self.max_svl)
+        bits = self.vector_bits_per_cycle
+        if not isinstance(bits, int) or not 64 <= bits <= self.max_svl or bits & (bits - 1):
+            raise ValueError(f"vector_bits_per_cycle must be a power of two from 64 to max_svl="
+                             f"{self.max_svl}, not {bits!r}")
 
     @property
     def outer_products_per_cycle(self) -> float:
@@ -190,13 +202,15 @@ class EngineConfig:
             "queue_depth": self.queue_depth,
             "mem_outstanding": self.mem_outstanding,
             "array_rows": self.array_rows,
+            "vector_bits_per_cycle": self.vector_bits_per_cycle,
             "id_aa64smfr0_el1": f"0x{self.id_aa64smfr0:016x}",
         }
 
     @classmethod
     def from_json_dict(cls, fields: dict) -> "EngineConfig":
         """The configuration :meth:`to_json_dict` describes (derived keys are ignored; without
-        ``array_rows``, written before it existed, the default).
+        ``array_rows`` or ``vector_bits_per_cycle``, written before they existed, the
+        defaults).
 
         Raises
         ------
@@ -209,6 +223,7 @@ class EngineConfig:
                        mem_data_width=fields["mem_data_width"], za_contexts=fields["za_contexts"],
                        queue_depth=fields["queue_depth"],
                        mem_outstanding=fields["mem_outstanding"],
-                       array_rows=fields.get("array_rows"))
+                       array_rows=fields.get("array_rows"),
+                       vector_bits_per_cycle=fields.get("vector_bits_per_cycle"))
         except (KeyError, TypeError) as problem:
             raise ValueError(f"not an engine configuration: {problem!r}") from None

@@ -58,7 +58,8 @@ def _config(args) -> EngineConfig:
     try:
         return EngineConfig(max_svl=args.svl, supported_svls=args.supported_svls,
                             features=frozenset(features), mem_data_width=args.mem_width,
-                            za_contexts=args.za_contexts, array_rows=args.lanes)
+                            za_contexts=args.za_contexts, array_rows=args.lanes,
+                            vector_bits_per_cycle=args.vector_bits)
     except ValueError as error:
         raise CliError(str(error)) from None
 
@@ -76,6 +77,10 @@ def _add_config_options(command) -> None:
                          help="tile rows each outer-product array computes per cycle: a power "
                               "of two up to SVL/32 (default SVL/32, one outer product per "
                               "cycle); fewer take less area and more cycles")
+    command.add_argument("--vector-bits", type=positive_count, metavar="BITS",
+                         help="bits of a vector the vector ALU and shifter make per cycle: a "
+                              "power of two from 64 to SVL (default SVL); fewer take less area "
+                              "and more cycles")
 
 
 def _cmd_fpga(args) -> int:
