@@ -36,7 +36,8 @@ from amaranth.lib.wiring import In, Out
 from zatile.sw.arch.config import EngineConfig
 
 from zatile.hw._common import ConfigComponent, max_bytes, row_layout
-from zatile.hw.za_storage import TileReadSignature, TileWriteSignature, tile_row_groups
+from zatile.hw.za_storage import (PassShape, TileReadSignature, TileWriteSignature,
+                                 tile_row_groups)
 
 __all__ = ["IntOpKind", "IntOpLayout", "IntOuterProductArray"]
 
@@ -91,9 +92,9 @@ class IntOuterProductArray(ConfigComponent):
     op : In(stream.Signature(IntOpLayout(config)))
         Ready unless an operation's passes continue (always, with one pass per operation).
     acc : Out(TileReadSignature(config))
-        Read of the tile being written back, combinational.
+        Read of the rows of the pass being written back, combinational.
     write : Out(TileWriteSignature(config))
-        The updated tile, written at the end of the cycle it is presented in.
+        Those rows updated, written at the end of the cycle they are presented in.
     busy : Signal(8), out
         Bit ``g`` set: an accepted operation will still write ZA rows congruent to ``g`` mod 8.
 
@@ -124,8 +125,7 @@ class IntOuterProductArray(ConfigComponent):
         # ---- x: the accepted operation, held for its passes
         x_valid = Signal()
         x_op = Signal(IntOpLayout(config))
-        # at least one bit: a zero-width register is written as [-1:0], which lint rejects
-        x_pass = Signal(range(max(lanes // rows_per_pass, 2)))
+        x_pass = Signal(PassShape(config))
         x_last = Signal()
         m.d.comb += [
             x_last.eq(x_pass == Mux(x_op.double, max(lanes // 2 // rows_per_pass, 1),
@@ -159,25 +159,20 @@ class IntOuterProductArray(ConfigComponent):
 
         # ---- w: read the pass's rows, add, write them back
         m.d.comb += [
-            self.acc.double.eq(m_double), self.acc.tile.eq(m_tile),
+            self.acc.double.eq(m_double), self.acc.tile.eq(m_tile), self.acc.pass_.eq(m_pass),
             self.write.en.eq(m_valid), self.write.double.eq(m_double),
-            self.write.tile.eq(m_tile),
+            self.write.tile.eq(m_tile), self.write.pass_.eq(m_pass),
         ]
         for slot in range(rows_per_pass):
-            accumulator = Signal(8 * maxb, name=f"accumulator_{slot}")
-            m.d.comb += accumulator.eq(Array(
-                self.acc.rows[row].as_value()
-                for row in range(slot, lanes, rows_per_pass))[m_pass])
+            accumulator = self.acc.rows[slot].as_value()
             single = Cat((accumulator.word_select(lane, 32) + m_addends[slot][lane])[:32]
                          for lane in range(lanes))
             double = Cat((accumulator.word_select(element, 64)
                           + Cat(m_addends[slot][2 * element],
                                 m_addends[slot][2 * element + 1]))[:64]
                          for element in range(lanes // 2))
-            for row in range(slot, lanes, rows_per_pass):
-                m.d.comb += [self.write.rows[row].eq(Mux(m_double, double, single)),
-                             self.write.lanes[row].eq(Mux(m_pass == row // rows_per_pass,
-                                                          m_lanes[slot], 0))]
+            m.d.comb += [self.write.rows[slot].eq(Mux(m_double, double, single)),
+                         self.write.lanes[slot].eq(m_lanes[slot])]
 
         m.d.comb += self.busy.eq(Mux(x_valid, tile_row_groups(x_op.double, x_op.tile), 0)
                                  | Mux(m_valid, tile_row_groups(m_double, m_tile), 0))

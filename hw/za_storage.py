@@ -1,7 +1,8 @@
 """ZA storage: MAXB rows of MAXB bytes, with tile-slice and whole-tile access at every size.
 
-ZA is held in flip-flops: the outer-product arrays read and write a whole tile per cycle, and ZA
-0→1 and ZERO clear any set of rows in one cycle.
+ZA is held in flip-flops: the outer-product arrays read and write the rows of a pass of a tile
+per cycle (``config.array_rows`` rows, a whole .S tile by default), slices are read and written
+in any direction, and ZA 0→1 and ZERO clear any set of rows in one cycle.
 
 Mapping (docs/isa.md, "Tile mapping"): for element size E bytes, horizontal slice ``i`` of tile ``k`` is the
 row ``k + i*E``; element ``i`` of vertical slice ``j`` of tile ``k`` is bytes [j*E, j*E+E) of row
@@ -26,7 +27,8 @@ from zatile.hw._common import ConfigComponent, check_config, max_bytes, row_layo
 from zatile.hw.regfile import ReadPortSignature
 
 __all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",
-           "TileReadSignature", "TileWriteSignature", "tile_row_groups", "ZaStorage"]
+           "PassShape", "TileReadSignature", "TileWriteSignature", "tile_passes",
+           "tile_row_groups", "ZaStorage"]
 
 #: log2 of every element size (B, H, S, D, Q).
 ELEMENT_SIZES = range(5)
@@ -51,25 +53,41 @@ def SliceWriteSignature(config: EngineConfig) -> wiring.Signature:
                              "elements": wiring.Out(max_bytes(config))})
 
 
-def _tile_rows(config: EngineConfig) -> data.ArrayLayout:
-    return data.ArrayLayout(row_layout(config), max_bytes(config) // 4)
+def tile_passes(config: EngineConfig) -> int:
+    """Passes of an outer product into a .S tile: its rows (MAXB/4) over ``array_rows``."""
+    return max_bytes(config) // 4 // config.array_rows
+
+
+def PassShape(config: EngineConfig) -> range:
+    """The shape of a pass number (at least one bit: a zero-width register is written as
+    [-1:0], which lint rejects)."""
+    return range(max(tile_passes(config), 2))
+
+
+def _pass_rows(config: EngineConfig) -> data.ArrayLayout:
+    return data.ArrayLayout(row_layout(config), config.array_rows)
 
 
 def TileReadSignature(config: EngineConfig) -> wiring.Signature:
-    """Combinational read of a whole .S (``double`` = 0) or .D (``double`` = 1) tile.
+    """Combinational read of the rows of one pass of a .S (``double`` = 0) or .D (``double`` = 1)
+    tile: ``config.array_rows`` rows (all of a .S tile's by default).
 
-    ``rows[i]`` is tile row ``i`` (ZA row ``tile + i*E``); a .D tile fills the first MAXB/8 rows.
+    ``rows[s]`` is tile row ``i = pass_ * array_rows + s`` (ZA row ``tile + i*E``); a .D tile has
+    MAXB/8 rows, and ``rows[s]`` beyond them reads as zero.
     """
     return wiring.Signature({"double": wiring.Out(1), "tile": wiring.Out(3),
-                             "rows": wiring.In(_tile_rows(config))})
+                             "pass_": wiring.Out(PassShape(config)),
+                             "rows": wiring.In(_pass_rows(config))})
 
 
 def TileWriteSignature(config: EngineConfig) -> wiring.Signature:
-    """Whole-tile write at the clock edge, with one enable per 32-bit lane of each tile row."""
+    """Write of the rows of one pass of a tile (as :func:`TileReadSignature` numbers them) at
+    the clock edge, with one enable per 32-bit lane of each row (clear beyond a .D tile)."""
     lanes = max_bytes(config) // 4
     return wiring.Signature({"en": wiring.Out(1), "double": wiring.Out(1),
-                             "tile": wiring.Out(3), "rows": wiring.Out(_tile_rows(config)),
-                             "lanes": wiring.Out(data.ArrayLayout(lanes, lanes))})
+                             "tile": wiring.Out(3), "pass_": wiring.Out(PassShape(config)),
+                             "rows": wiring.Out(_pass_rows(config)),
+                             "lanes": wiring.Out(data.ArrayLayout(lanes, config.array_rows))})
 
 
 def tile_row_groups(double, tile) -> Value:
@@ -100,8 +118,9 @@ class ZaStorage(ConfigComponent):
         Horizontal or vertical slice write with element-granular enables.
     tile_read : In(TileReadSignature) array of ``tile_ports``
     tile_write : In(TileWriteSignature) array of ``tile_ports``
-        Whole .S/.D tile access for the outer-product arrays. Writes through different ports in
-        one cycle must target different rows (the engine's hazard logic guarantees it).
+        .S/.D tile access for the outer-product arrays, a pass of rows at a time. Writes through
+        different ports in one cycle must target different rows (the engine's hazard logic
+        guarantees it).
     zero_mask : Signal(8), in
         Zero every row ``r`` whose bit ``r % 8`` is set (ZERO: one bit per ZAk.D tile).
     zero_all : Signal(1), in
@@ -240,18 +259,24 @@ class ZaStorage(ConfigComponent):
                     with m.Case(log2):
                         m.d.comb += vertical_data.eq(Cat(
                             write_bytes[first + (c & ((1 << log2) - 1))] for c in range(maxb)))
-            # Tile ports: the port's row for ZA row r (tile row r>>2 of a .S tile, r>>3 of .D).
+            # Tile ports: ZA row r is tile row r>>2 of a .S tile (r>>3 of .D), which pass i //
+            # array_rows writes from its slot i % array_rows.
+            rows_per_pass = config.array_rows
             tile_hits, tile_data, tile_lanes = [], [], []
             for k, port in enumerate(self.tile_write):
                 hit = Signal(name=f"tile{k}_row{r}")
-                m.d.comb += hit.eq(port.en & Mux(port.double, port.tile[:3] == (r & 7),
-                                                 port.tile[:2] == (r & 3)))
+                single_row, double_row = r >> 2, r >> 3
+                m.d.comb += hit.eq(port.en & Mux(
+                    port.double,
+                    (port.tile[:3] == (r & 7)) & (port.pass_ == double_row // rows_per_pass),
+                    (port.tile[:2] == (r & 3)) & (port.pass_ == single_row // rows_per_pass)))
                 data_ = Signal(row_bits, name=f"tile{k}_data{r}")
                 lanes = Signal(maxb // 4, name=f"tile{k}_lanes{r}")
-                double_row = r >> 3 if r >> 3 < maxb // 8 else 0
-                m.d.comb += [data_.eq(Mux(port.double, port.rows[double_row], port.rows[r >> 2])),
-                             lanes.eq(Mux(port.double, port.lanes[double_row],
-                                          port.lanes[r >> 2]))]
+                single_slot, double_slot = single_row % rows_per_pass, double_row % rows_per_pass
+                m.d.comb += [data_.eq(Mux(port.double, port.rows[double_slot],
+                                          port.rows[single_slot])),
+                             lanes.eq(Mux(port.double, port.lanes[double_slot],
+                                          port.lanes[single_slot]))]
                 tile_hits.append(hit)
                 tile_data.append(data_)
                 tile_lanes.append(lanes)
@@ -271,13 +296,20 @@ class ZaStorage(ConfigComponent):
                 with m.Elif(context == b):
                     m.d.sync += row.eq(Cat(*values))
 
-        # ---- tile reads
+        # ---- tile reads: slot s of pass p is tile row p * array_rows + s
+        rows_per_pass, passes = config.array_rows, PassShape(config).stop
+        zero = Const(0, row_bits)
         for port in self.tile_read:
-            for i in range(maxb // 4):
-                single = Array(rows[4 * i + t] for t in range(4))[port.tile[:2]]
-                double = Array(rows[8 * i + t] for t in range(8))[port.tile] \
-                    if i < maxb // 8 else Const(0, row_bits)
-                m.d.comb += port.rows[i].eq(Mux(port.double, double, single))
+            for slot in range(rows_per_pass):
+                single = Array(rows[t + 4 * (p * rows_per_pass + slot)]
+                               if p * rows_per_pass + slot < maxb // 4 else zero
+                               for p in range(passes) for t in range(4))
+                double = Array(rows[t + 8 * (p * rows_per_pass + slot)]
+                               if p * rows_per_pass + slot < maxb // 8 else zero
+                               for p in range(passes) for t in range(8))
+                m.d.comb += port.rows[slot].eq(Mux(
+                    port.double, double[Cat(port.tile[:3], port.pass_)],
+                    single[Cat(port.tile[:2], port.pass_)]))
         return m
 
 

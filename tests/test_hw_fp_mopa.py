@@ -124,6 +124,7 @@ def run_array(config: EngineConfig, groups: list[list[dict]], za: np.ndarray, *,
     every cycle.
     """
     dut = FpOuterProductArray(config)
+    rows_per_pass = config.array_rows
     accepted = [[] for _ in groups]
     writes = [[] for _ in groups]
     busy_trace = []
@@ -152,23 +153,19 @@ def run_array(config: EngineConfig, groups: list[list[dict]], za: np.ndarray, *,
                 ctx.set(dut.op.valid, offering)
                 ready = stall_rng is None or stall_rng.random() < 0.75
                 ctx.set(dut.result.ready, ready)
-                # Answer the accumulator read from the ZA model.
+                # Answer the accumulator read of the pass's rows from the ZA model.
                 double, tile = ctx.get(dut.acc.double), ctx.get(dut.acc.tile)
                 kind = FpOuterProductKind.FMOPA_D if double else FpOuterProductKind.FMOPA_S
-                rows = np.zeros((MAXB // 4, MAXB), np.uint8)
+                first = ctx.get(dut.acc.pass_) * rows_per_pass
+                rows = np.zeros((rows_per_pass, MAXB), np.uint8)
                 for index_in_tile, row in enumerate(tile_rows(kind, tile)):
-                    rows[index_in_tile] = za[row]
+                    if first <= index_in_tile < first + rows_per_pass:
+                        rows[index_in_tile - first] = za[row]
                 ctx.set(dut.acc.rows.as_value(), int.from_bytes(rows.tobytes(), "little"))
                 busy_trace.append(ctx.get(dut.busy))
                 write = None
                 if ready and ctx.get(dut.result.valid):
-                    payload = dut.result.payload
-                    write = {"double": ctx.get(payload.double), "tile": ctx.get(payload.tile),
-                             "rows": np.frombuffer(ctx.get(payload.rows.as_value()).to_bytes(
-                                 MAXB * MAXB // 4, "little"), np.uint8).reshape(MAXB // 4, MAXB),
-                             "lanes": np.array([[(ctx.get(payload.lanes[r]) >> lane) & 1
-                                                 for lane in range(MAXB // 4)]
-                                                for r in range(MAXB // 4)], bool)}
+                    write = _whole_tile_write(ctx, dut.result.payload, rows_per_pass)
                     writes[group].append((cycle, write))
                     completed += 1
                 if offering and ctx.get(dut.op.ready):
@@ -193,6 +190,21 @@ def run_array(config: EngineConfig, groups: list[list[dict]], za: np.ndarray, *,
     sim.add_testbench(bench)
     sim.run()
     return accepted, writes, busy_trace
+
+
+def _whole_tile_write(ctx, payload, rows_per_pass: int) -> dict:
+    """A result (the rows of one pass) as the tile write it is: ``rows`` and ``lanes`` of every
+    tile row, the lanes of the rows outside the pass clear."""
+    first = ctx.get(payload.pass_) * rows_per_pass
+    rows = np.zeros((MAXB // 4, MAXB), np.uint8)
+    lanes = np.zeros((MAXB // 4, MAXB // 4), bool)
+    for slot in range(rows_per_pass):
+        rows[first + slot] = np.frombuffer(
+            ctx.get(payload.rows[slot].as_value()).to_bytes(MAXB, "little"), np.uint8)
+        lanes[first + slot] = [(ctx.get(payload.lanes[slot]) >> lane) & 1
+                               for lane in range(MAXB // 4)]
+    return {"double": ctx.get(payload.double), "tile": ctx.get(payload.tile), "rows": rows,
+            "lanes": lanes}
 
 
 def check_writes(ops, writes, initial_za, kinds, config=None):

@@ -107,16 +107,24 @@ def test_matches_the_model_back_to_back(max_svl, array_rows):
                     pending.pop(0)
             else:
                 ctx.set(dut.op.valid, 0)
-            # The tile ports: serve the read from the Python ZA, apply the write at the edge.
+            # The tile ports: serve the read of the pass's rows from the Python ZA, apply the
+            # write at the edge (a lane enable beyond the tile is an error).
             double, tile = ctx.get(dut.acc.double), ctx.get(dut.acc.tile)
             esize = 8 if double else 4
-            for i in range(maxb // 4):
+            first = ctx.get(dut.acc.pass_) * config.array_rows
+            for slot in range(config.array_rows):
+                i = first + slot
                 row = tile + i * esize if i < maxb // esize else None
-                ctx.set(dut.acc.rows[i].as_value(), _to_int(za[row]) if row is not None else 0)
+                ctx.set(dut.acc.rows[slot].as_value(),
+                        _to_int(za[row]) if row is not None else 0)
             if ctx.get(dut.write.en):
-                for i in range(maxb // esize):
-                    data = _to_bytes(ctx.get(dut.write.rows[i].as_value()), maxb)
-                    lanes = ctx.get(dut.write.lanes[i])
+                assert (ctx.get(dut.write.pass_), ctx.get(dut.write.tile)) == \
+                    (first // config.array_rows, tile)
+                for slot in range(config.array_rows):
+                    i = first + slot
+                    data = _to_bytes(ctx.get(dut.write.rows[slot].as_value()), maxb)
+                    lanes = ctx.get(dut.write.lanes[slot])
+                    assert i < maxb // esize or lanes == 0, (i, lanes)
                     for lane in range(maxb // 4):
                         if lanes >> lane & 1:
                             za[tile + i * esize, 4 * lane:4 * lane + 4] = \

@@ -89,40 +89,53 @@ def test_random_slice_traffic(max_svl):
     _run(config, bench)
 
 
-@pytest.mark.parametrize("max_svl", [128, 256])
-def test_tile_port_and_zeroing(max_svl):
-    config = EngineConfig(max_svl=max_svl)
+@pytest.mark.parametrize("max_svl, array_rows", [(128, None), (256, None), (128, 1),
+                                                 (256, 2)])
+def test_tile_port_and_zeroing(max_svl, array_rows):
+    """Pass writes and reads of .S and .D tiles (a whole .S tile per pass by default; one or two
+    rows per pass), with random lane enables, against the model."""
+    config = EngineConfig(max_svl=max_svl, array_rows=array_rows)
     maxb = max_svl // 8
     lanes = maxb // 4
-    rng = random.Random(7)
+    rows_per_pass = config.array_rows
+    rng = random.Random(7 + rows_per_pass)
     model = np.zeros((maxb, maxb), np.uint8)
 
     async def bench(ctx, dut):
-        for _ in range(40):
+        for _ in range(60):
             double = rng.getrandbits(1)
             esize = 8 if double else 4
             tile = rng.randrange(esize)
             count = maxb // esize
-            rows = [np.frombuffer(rng.randbytes(maxb), np.uint8) for _ in range(lanes)]
-            lane_enables = [rng.getrandbits(lanes) for _ in range(lanes)]
-            ctx.set(dut.tile_write[0].en, 1)
-            ctx.set(dut.tile_write[0].double, double)
-            ctx.set(dut.tile_write[0].tile, tile)
-            for i in range(lanes):
-                ctx.set(dut.tile_write[0].rows[i].as_value(), _to_int(rows[i]))
-                ctx.set(dut.tile_write[0].lanes[i], lane_enables[i])
+            passes = max(count // rows_per_pass, 1)
+            pass_ = rng.randrange(passes)
+            tile_rows = [pass_ * rows_per_pass + slot for slot in range(rows_per_pass)]
+            rows = [np.frombuffer(rng.randbytes(maxb), np.uint8) for _ in range(rows_per_pass)]
+            lane_enables = [rng.getrandbits(lanes) if i < count else 0 for i in tile_rows]
+            port = dut.tile_write[0]
+            ctx.set(port.en, 1)
+            ctx.set(port.double, double)
+            ctx.set(port.tile, tile)
+            ctx.set(port.pass_, pass_)
+            for slot in range(rows_per_pass):
+                ctx.set(port.rows[slot].as_value(), _to_int(rows[slot]))
+                ctx.set(port.lanes[slot], lane_enables[slot])
             await ctx.tick()
-            ctx.set(dut.tile_write[0].en, 0)
-            for i in range(count):
+            ctx.set(port.en, 0)
+            for slot, i in enumerate(tile_rows):
                 for lane in range(lanes):
-                    if lane_enables[i] >> lane & 1:
+                    if lane_enables[slot] >> lane & 1:
                         lane_bytes = slice(4 * lane, 4 * lane + 4)
-                        model[tile + i * esize, lane_bytes] = rows[i][lane_bytes]
+                        model[tile + i * esize, lane_bytes] = rows[slot][lane_bytes]
+            read_pass = rng.randrange(passes)
             ctx.set(dut.tile_read[0].double, double)
             ctx.set(dut.tile_read[0].tile, tile)
-            for i in range(count):
-                got = _to_bytes(ctx.get(dut.tile_read[0].rows[i].as_value()), maxb)
-                assert np.array_equal(got, model[tile + i * esize])
+            ctx.set(dut.tile_read[0].pass_, read_pass)
+            for slot in range(rows_per_pass):
+                i = read_pass * rows_per_pass + slot
+                got = _to_bytes(ctx.get(dut.tile_read[0].rows[slot].as_value()), maxb)
+                expected = model[tile + i * esize] if i < count else np.zeros(maxb, np.uint8)
+                assert np.array_equal(got, expected), (double, tile, read_pass, slot)
             if rng.random() < 0.3:
                 mask = rng.getrandbits(8)
                 ctx.set(dut.zero_mask, mask)

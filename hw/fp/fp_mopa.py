@@ -8,11 +8,11 @@ cycle (``config.array_rows``, "Passes" below), from a unit shared by the rows of
 Tile interface
 --------------
 The array reads the accumulator itself, through :func:`AccumulatorReadSignature` (the same
-members as ``ZaStorage.tile_read``, so ``wiring.connect`` joins them), combinationally, *in the
-cycle it accepts the operation*. It hands back the whole updated tile on its ``result`` stream,
-with one write enable per 32-bit lane (a .D element enables both of its lanes); that payload has
-the members of ``ZaStorage.tile_write``, which the consumer must perform in the cycle of the
-transfer. Inactive elements have their enables clear.
+members as ``ZaStorage.tile_read``: the rows of one pass), combinationally, *in the cycle it
+accepts the operation* (or its pass). It hands back the updated rows of the pass on its
+``result`` stream, with one write enable per 32-bit lane (a .D element enables both of its
+lanes); that payload has the members of ``ZaStorage.tile_write``, which the consumer must
+perform in the cycle of the transfer. Inactive elements have their enables clear.
 
 Back-to-back operations on one tile
 -----------------------------------
@@ -54,6 +54,7 @@ from zatile.sw.arch.config import EngineConfig
 
 from zatile.hw._common import ConfigComponent, check_config
 from zatile.hw.library import ModuleLibrary, place
+from zatile.hw.za_storage import PassShape
 
 from zatile.hw.fp.bf_dot_add import BfDotAdd
 from zatile.hw.fp.dot_add16 import FpDotAdd16
@@ -61,7 +62,7 @@ from zatile.hw.fp.format import FP32, FP64
 from zatile.hw.fp.mul_add import FpMulAdd
 
 __all__ = ["AccumulatorReadSignature", "FpOuterProductArray", "FpOuterProductKind",
-           "FpcrFieldsLayout", "OuterProductLayout", "TileLayout", "TileUpdateLayout",
+           "FpcrFieldsLayout", "OuterProductLayout", "PassRowsLayout", "TileUpdateLayout",
            "VectorLayout"]
 
 
@@ -91,9 +92,10 @@ def VectorLayout(config: EngineConfig) -> data.UnionLayout:
                              "d": data.ArrayLayout(64, svl // 64)})
 
 
-def TileLayout(config: EngineConfig) -> data.ArrayLayout:
-    """The rows of a .S tile (MAXB/4 rows); a .D tile fills the first MAXB/8 of them."""
-    return data.ArrayLayout(VectorLayout(config), config.max_svl // 32)
+def PassRowsLayout(config: EngineConfig) -> data.ArrayLayout:
+    """The rows of one pass of a tile (``config.array_rows``, a whole .S tile of MAXB/4 rows by
+    default): row ``s`` is tile row ``pass_ * array_rows + s``; a .D tile has MAXB/8 rows."""
+    return data.ArrayLayout(VectorLayout(config), config.array_rows)
 
 
 def FpcrFieldsLayout() -> data.StructLayout:
@@ -122,15 +124,18 @@ def OuterProductLayout(config: EngineConfig) -> data.StructLayout:
 
 def AccumulatorReadSignature(config: EngineConfig) -> wiring.Signature:
     """Combinational read of a .S (``double`` = 0) or .D (``double`` = 1) tile, reader's side."""
-    return wiring.Signature({"double": Out(1), "tile": Out(3), "rows": In(TileLayout(config))})
+    return wiring.Signature({"double": Out(1), "tile": Out(3), "pass_": Out(PassShape(config)),
+                             "rows": In(PassRowsLayout(config))})
 
 
 def TileUpdateLayout(config: EngineConfig) -> data.StructLayout:
-    """An updated tile: ``rows`` as in :func:`TileLayout`, ``lanes[row]`` bit ``l`` enables the
-    32-bit lane ``l`` of that row."""
+    """The updated rows of one pass of a tile: ``rows`` as in :func:`PassRowsLayout`,
+    ``lanes[s]`` bit ``l`` enables the 32-bit lane ``l`` of row ``s`` (clear beyond a .D
+    tile)."""
     lanes = config.max_svl // 32
-    return data.StructLayout({"double": 1, "tile": 3, "rows": TileLayout(config),
-                              "lanes": data.ArrayLayout(lanes, lanes)})
+    return data.StructLayout({"double": 1, "tile": 3, "pass_": PassShape(config),
+                              "rows": PassRowsLayout(config),
+                              "lanes": data.ArrayLayout(lanes, config.array_rows)})
 
 
 def _MetadataLayout(config: EngineConfig) -> data.StructLayout:
@@ -138,7 +143,7 @@ def _MetadataLayout(config: EngineConfig) -> data.StructLayout:
     pass, the lane enables of each slot's row)."""
     lanes = config.max_svl // 32
     return data.StructLayout({"kind": FpOuterProductKind, "double": 1, "tile": 3,
-                              "pass_": range(max(lanes // config.array_rows, 2)),
+                              "pass_": PassShape(config),
                               "lanes": data.ArrayLayout(lanes, config.array_rows)})
 
 
@@ -166,10 +171,10 @@ class FpOuterProductArray(ConfigComponent):
         Outer products. ``op.ready`` is low while the output is stalled or while the operation
         depends on an earlier one that cannot be forwarded.
     acc : Out(AccumulatorReadSignature(config))
-        Accumulator tile read, driven from ``op.payload``, sampled when ``op`` transfers.
+        Accumulator read of the rows of the pass offered, sampled when the pass is accepted.
     result : Out(stream.Signature(TileUpdateLayout(config)))
-        Updated tiles, ``latency`` cycles after acceptance, in order; write each to ZA in the
-        cycle it transfers.
+        The updated rows of each pass, ``latency`` cycles after its acceptance, in order;
+        write each to ZA in the cycle it transfers.
     busy : Signal(8), out
         Bit ``r`` set: an accepted operation will still write ZA rows congruent to ``r`` mod 8.
 
@@ -219,8 +224,7 @@ class FpOuterProductArray(ConfigComponent):
         # ---- passes: an operation is held while its later passes are offered
         holding = Signal()
         held = Signal(OuterProductLayout(config))
-        # at least one bit: a zero-width register is written as [-1:0], which lint rejects
-        held_pass = Signal(range(max(passes, 2)))
+        held_pass = Signal(PassShape(config))
         operation = Signal(OuterProductLayout(config))     # the pass offered this cycle
         pass_ = Signal.like(held_pass)
         m.d.comb += [operation.eq(Mux(holding, held, self.op.payload)),
@@ -247,7 +251,8 @@ class FpOuterProductArray(ConfigComponent):
         last = pass_ == Mux(double, double_passes, passes) - 1
         with m.If(accept):
             m.d.sync += [holding.eq(~last), held.eq(operation), held_pass.eq(pass_ + 1)]
-        m.d.comb += [self.acc.double.eq(double), self.acc.tile.eq(tile)]
+        m.d.comb += [self.acc.double.eq(double), self.acc.tile.eq(tile),
+                     self.acc.pass_.eq(pass_)]
 
         metadata = Signal(_MetadataLayout(config))
         m.d.comb += [metadata.kind.eq(kind), metadata.double.eq(double), metadata.tile.eq(tile),
@@ -259,10 +264,7 @@ class FpOuterProductArray(ConfigComponent):
         forward = self.result.valid & same_tile[-1] & (output.pass_ == pass_)
         accumulator = Signal(data.ArrayLayout(VectorLayout(config), rows_per_pass))
         for slot in range(rows_per_pass):
-            read = Signal(VectorLayout(config), name=f"accumulator_read_{slot}")
-            m.d.comb += read.eq(_of_pass([self.acc.rows[row]
-                                          for row in range(slot, dimension, rows_per_pass)],
-                                         pass_))
+            read = self.acc.rows[slot]
             lane_mask = Cat(bit.replicate(32) for bit in output.lanes[slot])
             m.d.comb += accumulator[slot].eq(Mux(
                 forward,
@@ -294,22 +296,19 @@ class FpOuterProductArray(ConfigComponent):
         for kind_ in self._kinds:
             outputs[kind_] = self._units(m, kind_, operation, pass_, accumulator, accept)
 
-        # ---- result: the registered metadata and the selected units' outputs, each slot's
-        # results on the rows of the output's pass
+        # ---- result: the registered metadata and the selected units' outputs, a row per slot
         m.d.comb += [self.result.payload.double.eq(output.double),
-                     self.result.payload.tile.eq(output.tile)]
-        for row in range(dimension):
-            m.d.comb += self.result.payload.lanes[row].eq(
-                Mux(output.pass_ == row // rows_per_pass, output.lanes[row % rows_per_pass], 0))
+                     self.result.payload.tile.eq(output.tile),
+                     self.result.payload.pass_.eq(output.pass_),
+                     self.result.payload.lanes.eq(output.lanes)]
         rows = self.result.payload.rows
         with m.Switch(output.kind):
             for kind_, results in outputs.items():
                 with m.Case(kind_):
                     for (slot, col), bits in results.items():
-                        for row in range(slot, dimension, rows_per_pass):
-                            element = (rows[row].d if kind_ == FpOuterProductKind.FMOPA_D
-                                       else rows[row].s)[col]
-                            m.d.comb += element.eq(bits)
+                        element = (rows[slot].d if kind_ == FpOuterProductKind.FMOPA_D
+                                   else rows[slot].s)[col]
+                        m.d.comb += element.eq(bits)
         return m
 
     def _drive_lanes(self, m, lanes, operation, pass_):
