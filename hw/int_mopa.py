@@ -11,8 +11,10 @@ One operation updates a whole .S or .D tile (docs/isa.md, "Integer outer product
 Pipeline (one pass per cycle, never stalls)::
 
     x_  operands registered at acceptance, held for the operation's passes
-    m_  every element's addend of the pass's rows (dot product of four, or the broadcast Zn
-        element) and its enable
+    p_  the four sub-element products of every element of the pass's rows, each zero unless
+        both of its sub-elements are active (the multipliers alone in a stage: the clock rate)
+    m_  every element's addend (the sum of its four products, or the broadcast Zn element)
+        and its enable
     w   read those rows of the tile, add, write them back in the same cycle (``acc`` + ``write``)
 
 A pass computes ``config.array_rows`` rows of the tile (rows ``pass·array_rows`` on): with the
@@ -105,7 +107,7 @@ class IntOuterProductArray(ConfigComponent):
     """
 
     #: Cycles from acceptance to the cycle the first pass's rows are written.
-    latency = 2
+    latency = 3
 
     def __init__(self, config: EngineConfig):
         super().__init__(config, {
@@ -139,6 +141,21 @@ class IntOuterProductArray(ConfigComponent):
         with m.Else():
             m.d.sync += x_pass.eq(x_pass + 1)
 
+        # ---- p: the products of every element of the pass's rows (four per element)
+        sizes = [size for size, feature in ((False, "I8I32"), (True, "I16I64"))
+                 if config.has(feature)]
+        p_valid = Signal()
+        p_op = Signal(IntOpLayout(config))
+        p_pass = Signal.like(x_pass)
+        product_bits = 2 * (16 if True in sizes else 8) + 2
+        p_products = Signal(data.ArrayLayout(data.ArrayLayout(data.ArrayLayout(
+            signed(product_bits), 4), lanes), rows_per_pass))
+        m.d.sync += [p_valid.eq(x_valid), p_op.eq(x_op), p_pass.eq(x_pass)]
+        with m.Switch(x_op.double):
+            for double in sizes:
+                with m.Case(double):
+                    self._products(m, x_op, x_pass, double, p_products)
+
         # ---- m: one addend and one enable per element of the pass's rows, as 32-bit lanes
         m_valid = Signal()
         m_double = Signal()
@@ -146,16 +163,14 @@ class IntOuterProductArray(ConfigComponent):
         m_pass = Signal.like(x_pass)
         m_addends = Signal(data.ArrayLayout(data.ArrayLayout(32, lanes), rows_per_pass))
         m_lanes = Signal(data.ArrayLayout(lanes, rows_per_pass))
-        m.d.sync += [m_valid.eq(x_valid), m_double.eq(x_op.double), m_tile.eq(x_op.tile),
-                     m_pass.eq(x_pass)]
-        sizes = [size for size, feature in ((False, "I8I32"), (True, "I16I64"))
-                 if config.has(feature)]
-        with m.If(x_valid):
+        m.d.sync += [m_valid.eq(p_valid), m_double.eq(p_op.double), m_tile.eq(p_op.tile),
+                     m_pass.eq(p_pass)]
+        with m.If(p_valid):
             m.d.sync += m_lanes.eq(0)          # an absent element size writes nothing
-            with m.Switch(x_op.double):
+            with m.Switch(p_op.double):
                 for double in sizes:
                     with m.Case(double):
-                        self._addends(m, x_op, x_pass, double, m_addends, m_lanes)
+                        self._addends(m, p_op, p_pass, double, p_products, m_addends, m_lanes)
 
         # ---- w: read the pass's rows, add, write them back
         m.d.comb += [
@@ -175,16 +190,16 @@ class IntOuterProductArray(ConfigComponent):
                          self.write.lanes[slot].eq(m_lanes[slot])]
 
         m.d.comb += self.busy.eq(Mux(x_valid, tile_row_groups(x_op.double, x_op.tile), 0)
+                                 | Mux(p_valid, tile_row_groups(p_op.double, p_op.tile), 0)
                                  | Mux(m_valid, tile_row_groups(m_double, m_tile), 0))
         return m
 
-    def _addends(self, m, op, pass_, double: bool, addends, enables):
-        """Drive the m-stage addends and lane enables of one element size from ``op``, for the
-        rows of pass ``pass_`` (slot ``s`` is tile row ``pass_·array_rows + s``)."""
-        maxb = max_bytes(self._config)
+    def _shape(self, op, pass_, double: bool):
+        """For one element size: (esize, element dimension, rows per pass, ``row_active(slot,
+        k)``, ``column_active(column, k)``, ``of_pass(slot, value_of_row)``), the row of slot
+        ``s`` being tile row ``pass_·array_rows + s``."""
         esize = 8 if double else 4
-        source_bits = 16 if double else 8
-        dimension = maxb // esize
+        dimension = max_bytes(self._config) // esize
         rows_per_pass = min(self._config.array_rows, dimension)
         pn, pm = op.pn, op.pm
 
@@ -199,11 +214,31 @@ class IntOuterProductArray(ConfigComponent):
         def column_active(column, k):
             return pm[(4 * column + k) * (esize // 4)]
 
-        rows = [[of_pass(slot, lambda row: _source(op.zn, 4 * row + k, source_bits,
-                                                    op.zn_unsigned)) for k in range(4)]
-                for slot in range(rows_per_pass)]
-        columns = [[_source(op.zm, 4 * column + k, source_bits, op.zm_unsigned) for k in range(4)]
-                   for column in range(dimension)]
+        return esize, dimension, rows_per_pass, row_active, column_active, of_pass
+
+    def _products(self, m, op, pass_, double: bool, products):
+        """Drive the p-stage products of one element size from ``op``: for each element of the
+        rows of pass ``pass_``, its four sub-element products, zero where a predicate is
+        inactive."""
+        esize, dimension, rows_per_pass, row_active, column_active, of_pass = \
+            self._shape(op, pass_, double)
+        source_bits = 16 if double else 8
+        for slot in range(rows_per_pass):
+            rows = [of_pass(slot, lambda row: _source(op.zn, 4 * row + k, source_bits,
+                                                       op.zn_unsigned)) for k in range(4)]
+            for column in range(dimension):
+                for k in range(4):
+                    column_source = _source(op.zm, 4 * column + k, source_bits, op.zm_unsigned)
+                    active = row_active(slot, k) & column_active(column, k)
+                    m.d.sync += products[slot][column][k].eq(
+                        Mux(active, rows[k] * column_source, 0))
+
+    def _addends(self, m, op, pass_, double: bool, products, addends, enables):
+        """Drive the m-stage addends and lane enables of one element size from ``op`` and its
+        ``products``."""
+        esize, dimension, rows_per_pass, row_active, column_active, of_pass = \
+            self._shape(op, pass_, double)
+        source_bits = 16 if double else 8
         element_bits = 8 * esize
         vector = op.zn.as_value()
         for slot in range(rows_per_pass):
@@ -212,7 +247,7 @@ class IntOuterProductArray(ConfigComponent):
                 pairs = [row_active(slot, k) & column_active(column, k) for k in range(4)]
                 dot = Const(0, signed(2 * source_bits + 4))
                 for k in range(4):
-                    dot = dot + Mux(pairs[k], rows[slot][k] * columns[column][k], 0)
+                    dot = dot + products[slot][column][k]
                 dot_element = Signal(signed(element_bits), name=f"dot_{esize}_{slot}_{column}")
                 m.d.comb += dot_element.eq(Mux(op.subtract, -dot, dot))
                 broadcast = Mux(op.kind == IntOpKind.ADDHA,

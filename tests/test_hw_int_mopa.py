@@ -159,7 +159,9 @@ def test_absent_element_size_writes_nothing():
         ctx.set(payload.zn.as_value(), 5)
         await ctx.tick()
         ctx.set(dut.op.valid, 0)
-        await ctx.tick()
+        for _ in range(dut.latency - 1):
+            assert ctx.get(dut.write.en) == 0 and ctx.get(dut.busy) == 0b0000_1000
+            await ctx.tick()
         assert ctx.get(dut.write.en) == 1
         assert all(ctx.get(dut.write.lanes[i]) == 0 for i in range(4))
         assert ctx.get(dut.busy) == 0b0000_1000
