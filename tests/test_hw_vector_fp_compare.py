@@ -5,8 +5,8 @@ immediates, FABS/FNEG, FCMxx/FACxx with vectors and #0.0, FMAX(NM)V/FMIN(NM)V, F
 immediates) on random states, with FPCR's DN, FZ and FZ16 at random; a third of the elements of
 every Z register are replaced by floating-point special values of a random size (signed zeros,
 denormals, infinities, quiet and signalling NaNs, ones) and a third of those copied between
-registers, so equal operands and NaN pairs meet. The Z bytes, the P register and the FPSR flags
-must equal the model's. Then a planted difference shows the comparison reports the form and the
+registers, so equal operands and NaN pairs meet; with a whole vector and 64 bits per cycle. The
+Z bytes, the P register and the FPSR flags must equal the model's. Then a planted difference shows the comparison reports the form and the
 register.
 """
 
@@ -20,6 +20,7 @@ import pytest
 from zatile.hw.vector.fp_compare import VectorFpCompare
 from zatile.sim.fpref import FP16, FP32, FP64, special_values
 from zatile.sw.arch.isa import decode
+from tests.test_hw_vector_alu import NARROW
 from tests.vector_unit_check import cases, check
 
 _FORMATS = {np.uint16: FP16, np.uint32: FP32, np.uint64: FP64}
@@ -48,6 +49,14 @@ def _with_specials(case_list, seed: int):
 def test_matches_the_model(svl):
     case_list = _with_specials(cases(VectorFpCompare.OPS, svl, 60, svl), svl)
     assert check(VectorFpCompare, svl, case_list) == []
+
+
+@pytest.mark.parametrize("svl", [128, 512])
+def test_matches_the_model_64_bits_per_cycle(svl):
+    """The unit built to compare 64 bits per cycle: element operations chunk by chunk, each
+    reduction step over every chunk (two at SVL 128, eight at 512)."""
+    case_list = _with_specials(cases(VectorFpCompare.OPS, svl, 60, svl + 1), svl + 1)
+    assert check(VectorFpCompare, svl, case_list, config=NARROW) == []
 
 
 def test_a_planted_difference_is_reported_with_form_and_register():

@@ -8,17 +8,20 @@ docs/isa.md, "Streaming SVE floating point", states the semantics; the reference
 
 Nothing here rounds: every result is one of the operands (flushed to a signed zero when
 FPCR.FZ/FZ16 flushes a denormal), a NaN, or a truth. Each element therefore needs one magnitude
-comparator, which this unit has for every element of every size (half, single, double): the
-operands are mapped to unsigned keys ordered like the values, ``-0`` just below ``+0``, and one
-``>`` and one ``==`` of the keys serve the compares (which treat the zeros as equal) and the
-selects (for which FMAX(+0, -0) is +0).
+comparator, which this unit has for every element of every size (half, single, double) in a
+chunk of the vector (below): the operands are mapped to unsigned keys ordered like the values,
+``-0`` just below ``+0``, and one ``>`` and one ``==`` of the keys serve the compares (which
+treat the zeros as equal) and the selects (for which FMAX(+0, -0) is +0).
 
 Timing: the op is latched (``x_`` registers) on the cycle it is taken and the result is
 registered on the next, so an element operation's result leaves two cycles after its op. A
 reduction (FMAXV, FMINNMV, ...) follows ``FPReducePredicated``: inactive elements become the
-operation's identity, then each cycle combines the element pairs ``(2i, 2i+1)`` into element
+operation's identity, then each step combines the element pairs ``(2i, 2i+1)`` into element
 ``i`` with the same element datapath (an even/odd unzip at the element size in front of it),
-which is the model's recursive halving; it takes ``log2(SVL / esize)`` more cycles.
+which is the model's recursive halving; it takes ``log2(SVL / esize)`` more steps, a cycle each.
+The datapath covers ``vector_bits_per_cycle`` bits (a whole vector by default): with fewer, an
+element operation and each reduction step take ``SVL / vector_bits_per_cycle`` cycles, one
+chunk each (a step writes its pairs' results over the chunks it has already read).
 
 Exceptions (FPSR bits): Invalid Operation for a signalling NaN operand, and for any NaN of
 FCMGE/FCMGT/FACGE/FACGT (and their LE/LT spellings); Input Denormal for a single or double
@@ -190,7 +193,7 @@ class VectorFpCompare(VectorExecutionUnit):
     ----------
     op : In(stream.Signature(VectorOpLayout))
     result : Out(stream.Signature(VectorResultLayout)), one transfer per ``op`` transfer, two
-        cycles after it at the earliest (a reduction ``log2(SVL / esize)`` cycles more).
+        cycles after it at the earliest (module documentation).
 
     Raises
     ------
@@ -262,11 +265,27 @@ class VectorFpCompare(VectorExecutionUnit):
                 with m.Case(log2):
                     m.d.comb += [d_a.eq(by_size[log2][0]), d_b.eq(by_size[log2][1])]
 
-        # ---- the element datapath, every element of every size
+        # ---- the element datapath: every element of every size in one chunk of
+        # ``vector_bits_per_cycle`` (the chunk ``x_chunk`` of the vector, or of the element pairs
+        # of a reduction step)
+        chunk_bytes = self._config.vector_bits_per_cycle // 8
+        chunks = maxb // chunk_bytes
+        x_chunk = Signal(range(max(chunks, 2)))
+        inside = Cat(x_svl_mask[chunk_bytes * k] for k in range(chunks))
+        last_chunk = Signal()
+        m.d.comb += last_chunk.eq(~Cat(inside, Const(0, 1)).bit_select(x_chunk + 1, 1))
+
+        def this_chunk(value):
+            """The part of a whole-register ``value`` (a Z or P value, or one bit per byte) in
+            chunk ``x_chunk``."""
+            value = Value.cast(value)
+            return value.word_select(x_chunk, len(value) // chunks)
+
+        is_reduction_x = Cat(*(x_op == o for o in _REDUCTIONS)).any()
         reducing = Signal()
-        m.d.comb += reducing.eq(Cat(*(x_op == o for o in _REDUCTIONS)).any() & (x_steps != 0))
-        results, truths = Signal(8 * maxb), Signal(maxb)
-        invalids, denormals = Signal(maxb), Signal(maxb)
+        m.d.comb += reducing.eq(is_reduction_x & (x_steps != 0))
+        results, truths = Signal(8 * chunk_bytes), Signal(chunk_bytes)
+        invalids, denormals = Signal(chunk_bytes), Signal(chunk_bytes)
         by_size = {}
         for log2 in _FP_SIZES:
             width, count = 8 << log2, maxb >> log2
@@ -274,12 +293,13 @@ class VectorFpCompare(VectorExecutionUnit):
             # A reduction step combines the pairs (2i, 2i+1) into element i.
             evens = Cat(*elements[0::2], Const(0, 4 * maxb))
             odds = Cat(*elements[1::2], Const(0, 4 * maxb))
-            a_in = Signal(8 * maxb, name=f"a_{width}")
-            b_in = Signal(8 * maxb, name=f"b_{width}")
-            m.d.comb += [a_in.eq(Mux(reducing, evens, x_a)),
-                         b_in.eq(Mux(reducing, odds, x_b))]
+            a_in = Signal(8 * chunk_bytes, name=f"a_{width}")
+            b_in = Signal(8 * chunk_bytes, name=f"b_{width}")
+            m.d.comb += [a_in.eq(this_chunk(Mux(reducing, evens[:8 * maxb], x_a))),
+                         b_in.eq(this_chunk(Mux(reducing, odds[:8 * maxb], x_b)))]
             parts = [_element(m, f"e{width}_{i}", width, a_in[i * width:(i + 1) * width],
-                              b_in[i * width:(i + 1) * width], ctl) for i in range(count)]
+                              b_in[i * width:(i + 1) * width], ctl)
+                     for i in range(chunk_bytes >> log2)]
             pad = Const(0, (1 << log2) - 1)
             by_size[log2] = [Cat(*(p[0] for p in parts)),
                              *(Cat(*(Cat(p[k], pad) for p in parts)) for k in (1, 2, 3))]
@@ -304,32 +324,54 @@ class VectorFpCompare(VectorExecutionUnit):
         m.d.comb += step_bytes.eq(Const(1, maxb.bit_length()) << (x_steps - 1 + x_esize)[:3])
         step_lanes = Signal(maxb)
         m.d.comb += step_lanes.eq(Cat(*(Const(b) < step_bytes for b in range(maxb))))
+        is_select = Cat(*(x_op == o for o in _SELECTS)).any()
+        is_compare = Cat(*(x_op == o for o in _COMPARES)).any()
         counted = Signal(maxb)
-        m.d.comb += counted.eq(Mux(reducing, step_lanes, active & x_svl_mask) & starts)
-        step_invalid, step_denormal = Signal(), Signal()
-        m.d.comb += [step_invalid.eq((invalids & counted).any()),
-                     step_denormal.eq((denormals & counted).any())]
+        m.d.comb += counted.eq(Mux(reducing, step_lanes,
+                                   Mux(is_select | is_compare, active & x_svl_mask, 0)) & starts)
+        chunk_invalid, chunk_denormal = Signal(), Signal()
+        m.d.comb += [chunk_invalid.eq((invalids & this_chunk(counted)).any()),
+                     chunk_denormal.eq((denormals & this_chunk(counted)).any())]
+
+        # ---- the element results, gathered chunk by chunk (the last one as it is made)
+        x_results = [Signal(8 * chunk_bytes, name=f"x_results_{k}") for k in range(chunks)]
+        x_truths = [Signal(chunk_bytes, name=f"x_truths_{k}") for k in range(chunks)]
+        whole_results, whole_truths = Signal(8 * maxb), Signal(maxb)
+        m.d.comb += [
+            whole_results.eq(Cat(Mux(x_chunk == k, results, x_results[k])
+                                 for k in range(chunks))),
+            whole_truths.eq(Cat(Mux(x_chunk == k, truths, x_truths[k]) for k in range(chunks))),
+        ]
 
         # ---- handshakes: take an op when the x_ stage is empty or finishing
         advance = Signal()
         finishing = Signal()
         m.d.comb += [advance.eq(~self.result.valid | self.result.ready),
-                     finishing.eq(x_valid & ~reducing & advance),
+                     finishing.eq(x_valid & ~reducing & (is_reduction_x | last_chunk) & advance),
                      self.op.ready.eq(~x_valid | finishing)]
         with m.If(self.result.ready):
             m.d.sync += self.result.valid.eq(0)
         with m.If(finishing):
             m.d.sync += [x_valid.eq(0), self.result.valid.eq(1)]
+        with m.If(x_valid & (reducing | ~is_reduction_x & ~last_chunk)):
+            m.d.sync += [x_chunk.eq(Mux(last_chunk, 0, x_chunk + 1)),
+                         x_invalid.eq(x_invalid | chunk_invalid),
+                         x_denormal.eq(x_denormal | chunk_denormal)]
+            for k in range(chunks):
+                with m.If(x_chunk == k):
+                    m.d.sync += [x_results[k].eq(results), x_truths[k].eq(truths)]
         with m.If(x_valid & reducing):
-            m.d.sync += [x_a.eq(results), x_steps.eq(x_steps - 1),
-                         x_invalid.eq(x_invalid | step_invalid),
-                         x_denormal.eq(x_denormal | step_denormal)]
+            for k in range(chunks):
+                with m.If(x_chunk == k):
+                    m.d.sync += x_a.word_select(k, 8 * chunk_bytes).eq(results)
+            with m.If(last_chunk):
+                m.d.sync += x_steps.eq(x_steps - 1)
         with m.If(self.op.valid & self.op.ready):
             fpcr = payload.fpcr
             m.d.sync += [
                 x_valid.eq(1), x_op.eq(op), x_esize.eq(decoded.esize_log2[:2]),
                 x_a.eq(d_a), x_b.eq(d_b), x_governing.eq(payload.governing),
-                x_svl_mask.eq(payload.svl_mask),
+                x_svl_mask.eq(payload.svl_mask), x_chunk.eq(0),
                 x_steps.eq(Mux(is_reduction, payload.svl_log2 - decoded.esize_log2, 0)),
                 x_invalid.eq(0), x_denormal.eq(0),
                 ctl.minimum.eq(Cat(*(op == o for o in _MINIMA)).any()),
@@ -342,14 +384,11 @@ class VectorFpCompare(VectorExecutionUnit):
             ]
 
         # ---- the result, registered
-        is_select = Cat(*(x_op == o for o in _SELECTS)).any()
-        is_compare = Cat(*(x_op == o for o in _COMPARES)).any()
-        is_reduction_x = Cat(*(x_op == o for o in _REDUCTIONS)).any()
         vector = Signal(8 * maxb)
         lanes = Signal(maxb)
         with m.Switch(x_op):
             with m.Case(*_SELECTS):
-                m.d.comb += [vector.eq(results), lanes.eq(active)]
+                m.d.comb += [vector.eq(whole_results), lanes.eq(active)]
             with m.Case(Op.FP_ABS):
                 m.d.comb += [vector.eq(x_a & x_b), lanes.eq(active)]
             with m.Case(Op.FP_NEG):
@@ -361,16 +400,10 @@ class VectorFpCompare(VectorExecutionUnit):
             with m.Case(*_REDUCTIONS):
                 m.d.comb += [vector.eq(x_a & _byte_bits(low_element)), lanes.eq(Const(-1, maxb))]
         compare_result = Signal(maxb)
-        m.d.comb += compare_result.eq(truths & active & starts & x_svl_mask)
-        flagged = Signal(maxb)
-        m.d.comb += flagged.eq(active & x_svl_mask & starts)
+        m.d.comb += compare_result.eq(whole_truths & active & starts & x_svl_mask)
         invalid, denormal = Signal(), Signal()
-        m.d.comb += [
-            invalid.eq(Mux(is_reduction_x, x_invalid,
-                           (is_select | is_compare) & (invalids & flagged).any())),
-            denormal.eq(Mux(is_reduction_x, x_denormal,
-                            (is_select | is_compare) & (denormals & flagged).any())),
-        ]
+        m.d.comb += [invalid.eq(x_invalid | Mux(is_reduction_x, 0, chunk_invalid)),
+                     denormal.eq(x_denormal | Mux(is_reduction_x, 0, chunk_denormal))]
         with m.If(finishing):
             m.d.sync += [
                 out.vector.eq(vector),

@@ -75,10 +75,11 @@ class EngineConfig:
         multipliers and FP units (the FPGA area knob, ``zatile fpga --lanes``; a 64-bit tile
         has half the rows, and takes at most as many rows per cycle). Not architectural.
     vector_bits_per_cycle : int, optional
-        Bits of a vector the vector unit's ALU and shifter make per cycle: a power of two from
-        64 to ``max_svl``, the default (a whole vector per cycle). With fewer, their
-        instructions take ``SVL / vector_bits_per_cycle`` cycles on that many times fewer
-        element datapaths (the FPGA area knob ``--vector-bits``). Not architectural.
+        Bits of a vector the vector unit's ALU, shifter and floating-point compare unit make
+        per cycle: a power of two from 64 to ``max_svl``, the default (a whole vector per
+        cycle). With fewer, their instructions take ``SVL / vector_bits_per_cycle`` cycles on
+        that many times fewer element datapaths (the FPGA area knob ``--vector-bits``). Not
+        architectural.
 
     Raises
     ------

@@ -78,9 +78,9 @@ def _add_config_options(command) -> None:
                               "of two up to SVL/32 (default SVL/32, one outer product per "
                               "cycle); fewer take less area and more cycles")
     command.add_argument("--vector-bits", type=positive_count, metavar="BITS",
-                         help="bits of a vector the vector ALU and shifter make per cycle: a "
-                              "power of two from 64 to SVL (default SVL); fewer take less area "
-                              "and more cycles")
+                         help="bits of a vector the vector ALU, shifter and FP compare make per "
+                              "cycle: a power of two from 64 to SVL (default SVL); fewer take "
+                              "less area and more cycles")
 
 
 def _cmd_fpga(args) -> int:
