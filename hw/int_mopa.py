@@ -10,9 +10,11 @@ One operation updates a whole .S or .D tile (docs/isa.md, "Integer outer product
 
 Pipeline (one pass per cycle, never stalls)::
 
-    x_  operands registered at acceptance, held for the operation's passes
+    x_  operands registered at acceptance, held for the operation's passes, and the row
+        sub-elements of the current pass (selected as the pass is entered; negated for MOPS)
     p_  the four sub-element products of every element of the pass's rows, each zero unless
-        both of its sub-elements are active (the multipliers alone in a stage: the clock rate)
+        both of its sub-elements are active (the multipliers between registers: the clock
+        rate)
     m_  every element's addend (the sum of its four products, or the broadcast Zn element)
         and its enable
     w   read those rows of the tile, add, write them back in the same cycle (``acc`` + ``write``)
@@ -31,7 +33,7 @@ after acceptance.
 
 from __future__ import annotations
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, enum, stream
 from amaranth.lib.wiring import In, Out
 
@@ -141,20 +143,35 @@ class IntOuterProductArray(ConfigComponent):
         with m.Else():
             m.d.sync += x_pass.eq(x_pass + 1)
 
-        # ---- p: the products of every element of the pass's rows (four per element)
+        # The row sub-elements of the pass in x_ (and their predicate bits), selected a cycle
+        # ahead from the operation and pass x_ takes next, so that the multipliers see
+        # registers.
         sizes = [size for size, feature in ((False, "I8I32"), (True, "I16I64"))
                  if config.has(feature)]
+        source_bits = 16 if True in sizes else 8
+        x_rows = Signal(data.ArrayLayout(data.ArrayLayout(signed(source_bits + 2), 4),
+                                         rows_per_pass))
+        x_rows_active = Signal(data.ArrayLayout(4, rows_per_pass))
+        next_op = Signal(IntOpLayout(config))
+        next_pass = Signal.like(x_pass)
+        m.d.comb += [next_op.eq(Mux(self.op.ready, self.op.payload, x_op)),
+                     next_pass.eq(Mux(self.op.ready, 0, x_pass + 1))]
+        with m.Switch(next_op.double):
+            for double in sizes:
+                with m.Case(double):
+                    self._rows(m, next_op, next_pass, double, x_rows, x_rows_active)
+
+        # ---- p: the products of every element of the pass's rows (four per element)
         p_valid = Signal()
         p_op = Signal(IntOpLayout(config))
         p_pass = Signal.like(x_pass)
-        product_bits = 2 * (16 if True in sizes else 8) + 2
         p_products = Signal(data.ArrayLayout(data.ArrayLayout(data.ArrayLayout(
-            signed(product_bits), 4), lanes), rows_per_pass))
+            signed(2 * source_bits + 3), 4), lanes), rows_per_pass))
         m.d.sync += [p_valid.eq(x_valid), p_op.eq(x_op), p_pass.eq(x_pass)]
         with m.Switch(x_op.double):
             for double in sizes:
                 with m.Case(double):
-                    self._products(m, x_op, x_pass, double, p_products)
+                    self._products(m, x_op, double, x_rows, x_rows_active, p_products)
 
         # ---- m: one addend and one enable per element of the pass's rows, as 32-bit lanes
         m_valid = Signal()
@@ -216,22 +233,36 @@ class IntOuterProductArray(ConfigComponent):
 
         return esize, dimension, rows_per_pass, row_active, column_active, of_pass
 
-    def _products(self, m, op, pass_, double: bool, products):
-        """Drive the p-stage products of one element size from ``op``: for each element of the
-        rows of pass ``pass_``, its four sub-element products, zero where a predicate is
-        inactive."""
+    def _rows(self, m, op, pass_, double: bool, rows, rows_active):
+        """Register the row sub-elements of one element size of ``op`` for pass ``pass_``, and
+        their predicate bits: ``rows[slot][k]`` is sub-element ``k`` of the slot's row, negated
+        for MOPS (so that the products carry the sign and the sum is all the m_ stage does)."""
         esize, dimension, rows_per_pass, row_active, column_active, of_pass = \
             self._shape(op, pass_, double)
         source_bits = 16 if double else 8
         for slot in range(rows_per_pass):
-            rows = [of_pass(slot, lambda row: _source(op.zn, 4 * row + k, source_bits,
-                                                       op.zn_unsigned)) for k in range(4)]
+            for k in range(4):
+                source = of_pass(slot, lambda row: _source(op.zn, 4 * row + k, source_bits,
+                                                            op.zn_unsigned))
+                m.d.sync += [rows[slot][k].eq(Mux(op.subtract, -source, source)),
+                             rows_active[slot][k].eq(row_active(slot, k))]
+
+    def _products(self, m, op, double: bool, rows, rows_active, products):
+        """Drive the p-stage products of one element size: for each element of the pass's rows
+        (``rows``, registered by :meth:`_rows`), its four sub-element products with the
+        columns of ``op``, zero where a predicate is inactive."""
+        esize = 8 if double else 4
+        dimension = max_bytes(self._config) // esize
+        source_bits = 16 if double else 8
+        pm = op.pm
+        for slot in range(min(self._config.array_rows, dimension)):
             for column in range(dimension):
                 for k in range(4):
                     column_source = _source(op.zm, 4 * column + k, source_bits, op.zm_unsigned)
-                    active = row_active(slot, k) & column_active(column, k)
+                    active = rows_active[slot][k] & pm[(4 * column + k) * (esize // 4)]
+                    row_source = rows[slot][k][:source_bits + 2].as_signed()
                     m.d.sync += products[slot][column][k].eq(
-                        Mux(active, rows[k] * column_source, 0))
+                        Mux(active, row_source * column_source, 0))
 
     def _addends(self, m, op, pass_, double: bool, products, addends, enables):
         """Drive the m-stage addends and lane enables of one element size from ``op`` and its
@@ -245,11 +276,10 @@ class IntOuterProductArray(ConfigComponent):
             row_element = of_pass(slot, lambda row: vector.word_select(row, element_bits))
             for column in range(dimension):
                 pairs = [row_active(slot, k) & column_active(column, k) for k in range(4)]
-                dot = Const(0, signed(2 * source_bits + 4))
-                for k in range(4):
-                    dot = dot + products[slot][column][k]
+                product = [products[slot][column][k][:2 * source_bits + 3].as_signed()
+                           for k in range(4)]
                 dot_element = Signal(signed(element_bits), name=f"dot_{esize}_{slot}_{column}")
-                m.d.comb += dot_element.eq(Mux(op.subtract, -dot, dot))
+                m.d.comb += dot_element.eq((product[0] + product[1]) + (product[2] + product[3]))
                 broadcast = Mux(op.kind == IntOpKind.ADDHA,
                                 vector.word_select(column, element_bits), row_element)
                 element_enable = row_active(slot, 0) & column_active(column, 0)
