@@ -10,11 +10,11 @@ One operation updates a whole .S or .D tile (docs/isa.md, "Integer outer product
 
 Pipeline (one pass per cycle, never stalls)::
 
-    x_  operands registered at acceptance, held for the operation's passes, and the row
-        sub-elements of the current pass (selected as the pass is entered; negated for MOPS)
-    p_  the four sub-element products of every element of the pass's rows, each zero unless
-        both of its sub-elements are active (the multipliers between registers: the clock
-        rate)
+    x_  operands registered at acceptance, held for the operation's passes, and the
+        multiplier operands: the column sub-elements and the row sub-elements of the current
+        pass (selected as the pass is entered; negated for MOPS), inactive ones zero
+    p_  the four sub-element products of every element of the pass's rows (the multipliers
+        between registers: the clock rate)
     m_  every element's addend (the sum of its four products, or the broadcast Zn element)
         and its enable
     w   read those rows of the tile, add, write them back in the same cycle (``acc`` + ``write``)
@@ -143,15 +143,16 @@ class IntOuterProductArray(ConfigComponent):
         with m.Else():
             m.d.sync += x_pass.eq(x_pass + 1)
 
-        # The row sub-elements of the pass in x_ (and their predicate bits), selected a cycle
-        # ahead from the operation and pass x_ takes next, so that the multipliers see
-        # registers.
+        # The multiplier operands, registered: the row sub-elements of the pass in x_, selected
+        # a cycle ahead from the operation and pass x_ takes next, and the column sub-elements,
+        # taken with the operation; each zero when its predicate bit is clear.
         sizes = [size for size, feature in ((False, "I8I32"), (True, "I16I64"))
                  if config.has(feature)]
         source_bits = 16 if True in sizes else 8
         x_rows = Signal(data.ArrayLayout(data.ArrayLayout(signed(source_bits + 2), 4),
                                          rows_per_pass))
-        x_rows_active = Signal(data.ArrayLayout(4, rows_per_pass))
+        x_columns = Signal(data.ArrayLayout(data.ArrayLayout(signed(source_bits + 1), 4),
+                                            lanes))
         next_op = Signal(IntOpLayout(config))
         next_pass = Signal.like(x_pass)
         m.d.comb += [next_op.eq(Mux(self.op.ready, self.op.payload, x_op)),
@@ -159,7 +160,7 @@ class IntOuterProductArray(ConfigComponent):
         with m.Switch(next_op.double):
             for double in sizes:
                 with m.Case(double):
-                    self._rows(m, next_op, next_pass, double, x_rows, x_rows_active)
+                    self._operands(m, next_op, next_pass, double, x_rows, x_columns)
 
         # ---- p: the products of every element of the pass's rows (four per element)
         p_valid = Signal()
@@ -171,7 +172,7 @@ class IntOuterProductArray(ConfigComponent):
         with m.Switch(x_op.double):
             for double in sizes:
                 with m.Case(double):
-                    self._products(m, x_op, double, x_rows, x_rows_active, p_products)
+                    self._products(m, double, x_rows, x_columns, p_products)
 
         # ---- m: one addend and one enable per element of the pass's rows, as 32-bit lanes
         m_valid = Signal()
@@ -233,10 +234,11 @@ class IntOuterProductArray(ConfigComponent):
 
         return esize, dimension, rows_per_pass, row_active, column_active, of_pass
 
-    def _rows(self, m, op, pass_, double: bool, rows, rows_active):
-        """Register the row sub-elements of one element size of ``op`` for pass ``pass_``, and
-        their predicate bits: ``rows[slot][k]`` is sub-element ``k`` of the slot's row, negated
-        for MOPS (so that the products carry the sign and the sum is all the m_ stage does)."""
+    def _operands(self, m, op, pass_, double: bool, rows, columns):
+        """Register the multiplier operands of one element size of ``op`` for pass ``pass_``:
+        ``rows[slot][k]`` is sub-element ``k`` of the slot's row, negated for MOPS (so that the
+        products carry the sign and the sum is all the m_ stage does), ``columns[column][k]``
+        sub-element ``k`` of the column; each zero when its predicate bit is clear."""
         esize, dimension, rows_per_pass, row_active, column_active, of_pass = \
             self._shape(op, pass_, double)
         source_bits = 16 if double else 8
@@ -244,25 +246,24 @@ class IntOuterProductArray(ConfigComponent):
             for k in range(4):
                 source = of_pass(slot, lambda row: _source(op.zn, 4 * row + k, source_bits,
                                                             op.zn_unsigned))
-                m.d.sync += [rows[slot][k].eq(Mux(op.subtract, -source, source)),
-                             rows_active[slot][k].eq(row_active(slot, k))]
+                m.d.sync += rows[slot][k].eq(Mux(row_active(slot, k),
+                                                 Mux(op.subtract, -source, source), 0))
+        for column in range(dimension):
+            for k in range(4):
+                source = _source(op.zm, 4 * column + k, source_bits, op.zm_unsigned)
+                m.d.sync += columns[column][k].eq(Mux(column_active(column, k), source, 0))
 
-    def _products(self, m, op, double: bool, rows, rows_active, products):
-        """Drive the p-stage products of one element size: for each element of the pass's rows
-        (``rows``, registered by :meth:`_rows`), its four sub-element products with the
-        columns of ``op``, zero where a predicate is inactive."""
-        esize = 8 if double else 4
-        dimension = max_bytes(self._config) // esize
+    def _products(self, m, double: bool, rows, columns, products):
+        """Drive the p-stage products of one element size: the four sub-element products of
+        each element of the pass's rows, from the registered operands of :meth:`_operands`."""
+        dimension = max_bytes(self._config) // (8 if double else 4)
         source_bits = 16 if double else 8
-        pm = op.pm
         for slot in range(min(self._config.array_rows, dimension)):
             for column in range(dimension):
                 for k in range(4):
-                    column_source = _source(op.zm, 4 * column + k, source_bits, op.zm_unsigned)
-                    active = rows_active[slot][k] & pm[(4 * column + k) * (esize // 4)]
-                    row_source = rows[slot][k][:source_bits + 2].as_signed()
                     m.d.sync += products[slot][column][k].eq(
-                        Mux(active, row_source * column_source, 0))
+                        rows[slot][k][:source_bits + 2].as_signed()
+                        * columns[column][k][:source_bits + 1].as_signed())
 
     def _addends(self, m, op, pass_, double: bool, products, addends, enables):
         """Drive the m-stage addends and lane enables of one element size from ``op`` and its
