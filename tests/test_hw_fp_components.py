@@ -411,7 +411,8 @@ def test_arguments_are_checked():
     with pytest.raises(ValueError, match="guard_bits must be an integer of at least 1, not 0"):
         FpAlignAdd(augend_width=24, addend_width=24, exponent_bits=12, guard_bits=0,
                    headroom_bits=2)
-    with pytest.raises(ValueError, match="min_exponent must be None or fit a signed 8-bit exponent, not -1022"):
+    with pytest.raises(ValueError,
+                       match="min_exponent must be None or fit a signed 8-bit exponent, not -1022"):
         FpNormalize(width=20, exponent_bits=8, min_exponent=-1022)
     with pytest.raises(ValueError, match="exponent_bits must be an integer of at least 12 for fp64"):
         FpRound(FP64, width=60, exponent_bits=11)

@@ -123,7 +123,8 @@ def OuterProductLayout(config: EngineConfig) -> data.StructLayout:
 
 
 def AccumulatorReadSignature(config: EngineConfig) -> wiring.Signature:
-    """Combinational read of a .S (``double`` = 0) or .D (``double`` = 1) tile, reader's side."""
+    """Combinational read of the rows of one pass (:func:`PassRowsLayout`) of a .S (``double``
+    = 0) or .D (``double`` = 1) tile, reader's side."""
     return wiring.Signature({"double": Out(1), "tile": Out(3), "pass_": Out(PassShape(config)),
                              "rows": In(PassRowsLayout(config))})
 

@@ -3,9 +3,9 @@
 An execution unit of :mod:`zatile.hw.vector` (payloads in :mod:`zatile.hw.vector.common`). It
 makes ``vector_bits_per_cycle`` bits of the result per cycle from the held op
 (:func:`~zatile.hw.vector.common.chunk_steps`), so its result leaves ``SVL /
-vector_bits_per_cycle`` cycles after the op is presented (the cycle after, by default). docs/isa.md, "Streaming SVE integer
-arithmetic", states the semantics; the reference model is the oracle of
-``tests/test_hw_vector_shift.py``.
+vector_bits_per_cycle`` cycles after the op is presented (the cycle after, by default).
+docs/isa.md, "Streaming SVE integer arithmetic", states the semantics; the reference model is
+the oracle of ``tests/test_hw_vector_shift.py``.
 
 Every element has one funnel shifter, one adder and one leading-zero counter at each element size;
 the operation only sets their controls:
