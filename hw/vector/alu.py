@@ -25,8 +25,8 @@ from amaranth.lib import data
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
-                                     chunk_registers, chunk_steps, element_starts, extend,
-                                     predicate_test, saturate)
+                                     chunk_part, chunk_registers, chunk_steps, element_starts,
+                                     extend, predicate_test, saturate)
 
 __all__ = ["VectorAlu"]
 
@@ -89,9 +89,7 @@ class VectorAlu(VectorExecutionUnit):
         steps = chunk_steps(m, self, chunk_bytes)
 
         def this_chunk(value):
-            """The part of a whole-register ``value`` (a Z or P value, or one bit per byte) in
-            the chunk made this cycle."""
-            return Value.cast(value).word_select(steps.chunk, len(Value.cast(value)) // chunks)
+            return chunk_part(value, steps.chunk, chunks)
 
         first = this_chunk(payload.first)
         second_vector = this_chunk(payload.second)

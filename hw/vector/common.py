@@ -38,8 +38,8 @@ from zatile.hw._common import ConfigComponent, max_bytes, row_layout
 from zatile.hw.decoder import DecodedLayout
 
 __all__ = ["VectorOpLayout", "VectorResultLayout", "VectorExecutionUnit", "ELEMENT_SIZES",
-           "ChunkSteps", "chunk_steps", "chunk_registers", "element_starts", "active_bytes",
-           "predicate_test", "extend", "saturate"]
+           "ChunkSteps", "chunk_steps", "is_last_chunk", "chunk_part", "chunk_registers",
+           "element_starts", "active_bytes", "predicate_test", "extend", "saturate"]
 
 #: log2 of the element sizes in bytes.
 ELEMENT_SIZES = (0, 1, 2, 3)
@@ -150,13 +150,11 @@ def chunk_steps(m: Module, unit: VectorExecutionUnit, chunk_bytes: int) -> Chunk
     chunk_bytes`` cycles, plus one for the result; with one chunk per vector, the result
     leaves the cycle after the op.
     """
-    maxb = len(unit.op.payload.svl_mask)
-    chunks = maxb // chunk_bytes
+    chunks = len(unit.op.payload.svl_mask) // chunk_bytes
     chunk = Signal(range(max(chunks, 2)), name="chunk")
     step, last = Signal(name="chunk_step"), Signal(name="last_chunk")
-    inside = Cat(unit.op.payload.svl_mask[chunk_bytes * k] for k in range(chunks))
     m.d.comb += [step.eq(unit.op.valid & (~unit.result.valid | unit.result.ready)),
-                 last.eq(~Cat(inside, Const(0, 1)).bit_select(chunk + 1, 1)),
+                 last.eq(is_last_chunk(unit.op.payload.svl_mask, chunk, chunk_bytes)),
                  unit.op.ready.eq(step & last)]
     with m.If(step):
         m.d.sync += chunk.eq(Mux(last, 0, chunk + 1))
@@ -165,6 +163,20 @@ def chunk_steps(m: Module, unit: VectorExecutionUnit, chunk_bytes: int) -> Chunk
     with m.If(step & last):
         m.d.sync += unit.result.valid.eq(1)
     return ChunkSteps(chunk, step, last)
+
+
+def is_last_chunk(svl_mask: Value, chunk: Value, chunk_bytes: int) -> Value:
+    """Whether chunk ``chunk`` (of ``chunk_bytes`` bytes) is the last inside the SVL whose
+    bytes ``svl_mask`` marks."""
+    inside = Cat(svl_mask[k] for k in range(0, len(svl_mask), chunk_bytes))
+    return ~Cat(inside, Const(0, 1)).bit_select(chunk + 1, 1)
+
+
+def chunk_part(value, chunk: Value, chunks: int) -> Value:
+    """The part of a whole-register ``value`` (a Z or P value, or one bit per byte) in chunk
+    ``chunk`` of ``chunks``."""
+    value = Value.cast(value)
+    return value.word_select(chunk, len(value) // chunks)
 
 
 def chunk_registers(m: Module, steps: ChunkSteps, chunks: int, **values: Value) -> dict:

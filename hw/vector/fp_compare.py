@@ -35,7 +35,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value
 
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
-from zatile.hw.vector.common import VectorExecutionUnit, active_bytes, element_starts
+from zatile.hw.vector.common import (VectorExecutionUnit, active_bytes, chunk_part,
+                                     element_starts, is_last_chunk)
 
 __all__ = ["VectorFpCompare"]
 
@@ -271,15 +272,11 @@ class VectorFpCompare(VectorExecutionUnit):
         chunk_bytes = self._config.vector_bits_per_cycle // 8
         chunks = maxb // chunk_bytes
         x_chunk = Signal(range(max(chunks, 2)))
-        inside = Cat(x_svl_mask[chunk_bytes * k] for k in range(chunks))
         last_chunk = Signal()
-        m.d.comb += last_chunk.eq(~Cat(inside, Const(0, 1)).bit_select(x_chunk + 1, 1))
+        m.d.comb += last_chunk.eq(is_last_chunk(x_svl_mask, x_chunk, chunk_bytes))
 
         def this_chunk(value):
-            """The part of a whole-register ``value`` (a Z or P value, or one bit per byte) in
-            chunk ``x_chunk``."""
-            value = Value.cast(value)
-            return value.word_select(x_chunk, len(value) // chunks)
+            return chunk_part(value, x_chunk, chunks)
 
         is_reduction_x = Cat(*(x_op == o for o in _REDUCTIONS)).any()
         reducing = Signal()

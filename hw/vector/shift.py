@@ -36,7 +36,7 @@ from amaranth.lib import data
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
-                                     chunk_registers, chunk_steps, extend)
+                                     chunk_part, chunk_registers, chunk_steps, extend)
 
 __all__ = ["VectorShifter"]
 
@@ -165,8 +165,8 @@ class VectorShifter(VectorExecutionUnit):
 
         # ---- operands (this cycle's chunk): Zdn/Zn and Zm, swapped by the reversed forms; the
         # immediate shift
-        first = Value.cast(payload.first).word_select(steps.chunk, 8 * chunk_bytes)
-        second = Value.cast(payload.second).word_select(steps.chunk, 8 * chunk_bytes)
+        first = chunk_part(payload.first, steps.chunk, chunks)
+        second = chunk_part(payload.second, steps.chunk, chunks)
         left, right = Signal(8 * chunk_bytes), Signal(8 * chunk_bytes)
         m.d.comb += [left.eq(Mux(flags.reversed, second, first)),
                      right.eq(Mux(flags.reversed, first, second))]
@@ -195,8 +195,8 @@ class VectorShifter(VectorExecutionUnit):
 
         # ---- the bytes written: active elements (Pg), the odd halves of a narrowing top form
         lanes = Signal(chunk_bytes)
-        governing = payload.governing.word_select(steps.chunk, chunk_bytes)
-        svl_mask = payload.svl_mask.word_select(steps.chunk, chunk_bytes)
+        governing = chunk_part(payload.governing, steps.chunk, chunks)
+        svl_mask = chunk_part(payload.svl_mask, steps.chunk, chunks)
         with m.Switch(esize_log2):
             for log2 in ELEMENT_SIZES:
                 with m.Case(log2):
