@@ -1,14 +1,32 @@
 """ZA storage: MAXB rows of MAXB bytes, with tile-slice and whole-tile access at every size.
 
-ZA is held in flip-flops: the outer-product arrays read and write the rows of a pass of a tile
-per cycle (``config.array_rows`` rows, a whole .S tile by default), slices are read and written
-in any direction, and ZA 0→1 and ZERO clear any set of rows in one cycle.
+The outer-product arrays read and write the rows of a pass of a tile per cycle
+(``config.array_rows`` rows, a whole .S tile by default), slices are read and written in any
+direction, and ZA 0→1 and ZERO clear any set of rows in one cycle.
 
 Mapping (docs/isa.md, "Tile mapping"): for element size E bytes, horizontal slice ``i`` of tile ``k`` is the
 row ``k + i*E``; element ``i`` of vertical slice ``j`` of tile ``k`` is bytes [j*E, j*E+E) of row
 ``k + i*E``. The storage is SVL-agnostic: callers reduce slice indices modulo the effective
 dimension and mask element enables to the effective SVL (the tile rows and columns at a smaller
 SVL are a prefix of those at MAXB).
+
+Two implementations, chosen by ``array_rows``:
+
+* With one row per pass (the FPGA configurations), ZA is held in MAXB byte-wide **banks** with
+  asynchronous reads, which FPGA tools map to distributed (LUT) RAM. Byte ``c`` of row ``r``
+  lives in bank ``(c + r) mod MAXB`` at address ``r`` (a diagonal skew), so every access touches
+  each bank once: a row (a horizontal slice, a tile row, the debug row) is one address in every
+  bank, and a vertical slice of tile ``k``, column ``j`` and size E finds its byte ``p`` in bank
+  ``(p + k + j*E) mod MAXB``, at the row ``k + (p & -E)``. Both directions are therefore a
+  rotation of the slice's bytes by ``k + index*E`` and an address per bank. As in the register
+  file (``hw/regfile.py``), there is one copy of the banks per write port (the tile ports and the
+  slice write), read through a copy per read port, and two flip-flops per byte (a live-value
+  table: which copy holds the byte's latest value, and whether it was written since it was last
+  zeroed, which makes zeroing one cycle). Measured with ``synth_ecp5`` at SVL 128 with two tile
+  ports when this was chosen: flip-flop rows 32,710 LUT4 and 2,048 flip-flops; banks 13,692
+  LUT4, 384 TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 768 flip-flops.
+* With more rows per pass, a pass needs several rows of every bank at once, so ZA is held in
+  flip-flop rows.
 
 Contexts: with ``config.za_contexts`` > 1 the storage holds that many independent ZA arrays; the
 ``context`` input selects the one every port (and ``zero_all``) acts on. ``clear`` zeroes all of
@@ -19,6 +37,7 @@ from __future__ import annotations
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
 from zatile.sw.arch.config import EngineConfig
@@ -170,6 +189,14 @@ class ZaStorage(ConfigComponent):
 
     def elaborate(self, platform):
         m = Module()
+        if self._config.array_rows == 1:
+            self._banks(m)
+        else:
+            self._flip_flop_rows(m)
+        return m
+
+    def _flip_flop_rows(self, m: Module) -> None:
+        """ZA in flip-flop rows, any number of rows per pass."""
         config = self._config
         maxb = max_bytes(config)
         row_bits = maxb * 8
@@ -310,7 +337,128 @@ class ZaStorage(ConfigComponent):
                 m.d.comb += port.rows[slot].eq(Mux(
                     port.double, double[Cat(port.tile[:3], port.pass_)],
                     single[Cat(port.tile[:2], port.pass_)]))
-        return m
+
+
+    def _banks(self, m: Module) -> None:
+        """ZA in skewed byte banks, one row per pass (module documentation)."""
+        config = self._config
+        maxb = max_bytes(config)
+        contexts = config.za_contexts
+        depth = maxb * contexts
+        context = self.context if contexts > 1 else Const(0, 1)
+
+        def addresses(rows):
+            return [Cat(row, context) if contexts > 1 else row for row in rows]
+
+        # Accesses: (the rotation of their bytes into the banks, the row of each bank).
+        slice_write = _slice_access(m, maxb, self.slice_write.slice, "slice_write")
+        written = {}    # writer -> (access, data bytes, byte enables), in priority order
+        for k, port in enumerate(self.tile_write):
+            row, beyond = _tile_row(port, maxb)
+            lanes = port.lanes[0]
+            written[f"tile{k}"] = ((row, [row] * maxb), Value.cast(port.rows[0]), Cat(
+                port.en & ~beyond & lanes[byte >> 2] for byte in range(maxb)))
+        elements = Signal(maxb)
+        with m.Switch(self.slice_write.slice.esize_log2):
+            for log2 in ELEMENT_SIZES:
+                with m.Case(log2):
+                    m.d.comb += elements.eq(Cat(self.slice_write.elements[byte >> log2]
+                                                for byte in range(maxb)))
+        written["slice"] = (slice_write, Value.cast(self.slice_write.data),
+                            Mux(self.slice_write.en, elements, 0))
+
+        readers = {"slice": _slice_access(m, maxb, self.slice_read.slice, "slice_read")}
+        for k, port in enumerate(self.tile_read):
+            row, _ = _tile_row(port, maxb)
+            readers[f"tile{k}"] = (row, [row] * maxb)
+        readers["debug"] = (self.debug.addr, [self.debug.addr] * maxb)
+
+        # Per bank and write port, a memory read through a copy per read port.
+        reads = {}      # (writer, bank) -> its read ports, in the order of `readers`
+        hits = {}       # (writer, bank) -> one bit per address the writer writes
+        for name, ((rotation, rows), data_, enables) in written.items():
+            bank_data = _rotated(m, data_, 8, rotation, f"{name}_write_data")
+            bank_enables = _rotated(m, enables, 1, rotation, f"{name}_write_enables")
+            for b, bank_address in enumerate(addresses(rows)):
+                memory = m.submodules[f"{name}_bank{b}"] = Memory(shape=8, depth=depth,
+                                                                   init=[])
+                write = memory.write_port()
+                m.d.comb += [write.addr.eq(bank_address), write.en.eq(bank_enables[b]),
+                             write.data.eq(bank_data.word_select(b, 8))]
+                reads[name, b] = [memory.read_port(domain="comb") for _ in readers]
+                hit = hits[name, b] = Signal(depth, name=f"{name}_bank{b}_hit")
+                m.d.comb += hit.eq(Mux(bank_enables[b], Const(1, depth) << bank_address, 0))
+
+        # The live-value table: per byte, the writer holding it and whether it is live.
+        owner = [[Signal(range(len(written)), name=f"bank{b}_owner{a}") for a in range(depth)]
+                 for b in range(maxb)]
+        live = [[Signal(name=f"bank{b}_live{a}") for a in range(depth)] for b in range(maxb)]
+        for a in range(depth):
+            zero = Signal(name=f"zero_address{a}")
+            m.d.comb += zero.eq(self.clear | ((context == a // maxb)
+                                              & (self.zero_all | self.zero_mask[a % maxb % 8])))
+            for b in range(maxb):
+                with m.If(zero):
+                    m.d.sync += live[b][a].eq(0)
+                for w, name in enumerate(written):
+                    with m.Elif(hits[name, b][a]):
+                        m.d.sync += [live[b][a].eq(1), owner[b][a].eq(w)]
+
+        for k, (name, (rotation, rows)) in enumerate(readers.items()):
+            bank_bytes = []
+            for b, bank_address in enumerate(addresses(rows)):
+                for read in (reads[writer, b][k] for writer in written):
+                    m.d.comb += read.addr.eq(bank_address)
+                latest = Array(reads[writer, b][k].data for writer in written)
+                bank_bytes.append(Mux(Array(live[b])[bank_address],
+                                      latest[Array(owner[b])[bank_address]], 0))
+            data_ = _rotated(m, Cat(*bank_bytes), 8, -rotation, f"{name}_read")
+            if name == "slice":
+                m.d.comb += self.slice_read.data.eq(data_)
+            elif name == "debug":
+                m.d.comb += self.debug.data.eq(data_)
+            else:
+                port = self.tile_read[int(name[len("tile"):])]
+                _, beyond = _tile_row(port, maxb)
+                m.d.comb += port.rows[0].eq(Mux(beyond, 0, data_))
+
+
+def _slice_access(m: Module, maxb: int, slice_, name: str) -> tuple[Signal, list]:
+    """A slice in the banks: the rotation of its bytes (``k + index*E``: the row of a horizontal
+    slice, and for a vertical one the bank of its byte 0) and the row each bank holds it in."""
+    rotation = Signal(range(maxb), name=f"{name}_rotation")
+    rows = [Signal(range(maxb), name=f"{name}_bank{b}_row") for b in range(maxb)]
+    with m.Switch(slice_.esize_log2):
+        for log2 in ELEMENT_SIZES:
+            index_bits = (maxb >> log2).bit_length() - 1
+            with m.Case(log2):
+                m.d.comb += rotation.eq(Cat(slice_.tile[:log2], slice_.index[:index_bits]))
+                for b, row in enumerate(rows):
+                    # Bank b holds byte p of a vertical slice, of element p >> log2 (row k +
+                    # (p & -E)).
+                    position = (b - rotation)[:len(rotation)]
+                    m.d.comb += row.eq(Mux(slice_.vertical,
+                                           Cat(slice_.tile[:log2], position[log2:]), rotation))
+    return rotation, rows
+
+
+def _tile_row(port, maxb: int) -> tuple[Value, Value]:
+    """The ZA row of a tile port's pass (one row per pass: tile row ``pass_``), and whether the
+    pass lies beyond the rows of a .D tile."""
+    row = Mux(port.double, Cat(port.tile[:3], port.pass_), Cat(port.tile[:2], port.pass_))
+    return row[:(maxb - 1).bit_length()], port.double & (port.pass_ >= maxb // 8)
+
+
+def _rotated(m: Module, value: Value, width: int, amount: Value, name: str) -> Value:
+    """``value`` as elements of ``width`` bits, rotated up by ``amount`` elements (element ``p``
+    of the result is element ``(p - amount) mod n``): log2(n) stages of 2:1 multiplexers."""
+    value = Value.cast(value)
+    count = len(value) // width
+    for bit in range((count - 1).bit_length()):
+        stage = Signal(len(value), name=f"{name}_rotated{bit}")
+        m.d.comb += stage.eq(Mux(amount[bit], value.rotate_left(width << bit), value))
+        value = stage
+    return value
 
 
 def _or(terms):

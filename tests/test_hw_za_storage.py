@@ -26,8 +26,8 @@ def _slice_positions(maxb, tile, index, log2, vertical):
     return [(tile + index * esize, i * esize) for i in range(maxb // esize)]
 
 
-def _run(config, bench):
-    dut = ZaStorage(config)
+def _run(config, bench, tile_ports=1):
+    dut = ZaStorage(config, tile_ports=tile_ports)
     sim = Simulator(dut)
     sim.add_clock(1e-6)
 
@@ -155,3 +155,116 @@ def test_tile_port_and_zeroing(max_svl, array_rows):
             assert ctx.get(dut.debug.data.as_value()) == 0
 
     _run(config, bench)
+
+
+def _model_slice(model, maxb, slice_):
+    positions = _slice_positions(maxb, slice_["tile"], slice_["index"], slice_["esize_log2"],
+                                 slice_["vertical"])
+    esize = 1 << slice_["esize_log2"]
+    return positions, np.concatenate([model[r, c:c + esize] for r, c in positions])
+
+
+@pytest.mark.parametrize("max_svl, array_rows, contexts", [(128, 1, 1), (256, 1, 2),
+                                                           (128, None, 2)])
+def test_every_port_at_once(max_svl, array_rows, contexts):
+    """Slice, tile (two ports), zeroing and debug traffic in the same cycles, over ZA contexts,
+    against the model: a tile port's write wins over a later port's and the slice write's on
+    the same bytes, zeroing over every write. With one row per pass this is the banked storage
+    (its live-value table decides every byte), otherwise the flip-flop rows."""
+    config = EngineConfig(max_svl=max_svl, array_rows=array_rows, za_contexts=contexts,
+                          features=frozenset({"I8I32", "F32F32"}))
+    maxb = max_svl // 8
+    lanes = maxb // 4
+    rows_per_pass = config.array_rows
+    rng = random.Random(max_svl + contexts)
+    model = np.zeros((contexts, maxb, maxb), np.uint8)
+
+    def random_slice():
+        log2 = rng.randrange(5)
+        esize = 1 << log2
+        return {"tile": rng.randrange(esize), "index": rng.randrange(maxb // esize),
+                "esize_log2": log2, "vertical": rng.getrandbits(1)}
+
+    def random_pass():
+        double = rng.getrandbits(1)
+        esize = 8 if double else 4
+        return double, rng.randrange(esize), rng.randrange(max(maxb // esize // rows_per_pass,
+                                                               1)), esize
+
+    async def bench(ctx, dut):
+        for _ in range(400):
+            context = rng.randrange(contexts)
+            if contexts > 1:
+                ctx.set(dut.context, context)
+            za = model[context]
+            # Reads: a slice, a pass through each tile port, a debug row.
+            slice_ = random_slice()
+            ctx.set(dut.slice_read.slice, slice_)
+            _, expected = _model_slice(za, maxb, slice_)
+            got = _to_bytes(ctx.get(dut.slice_read.data.as_value()), maxb)
+            assert np.array_equal(got, expected), ("slice read", context, slice_)
+            for port in dut.tile_read:
+                double, tile, pass_, esize = random_pass()
+                ctx.set(port.double, double)
+                ctx.set(port.tile, tile)
+                ctx.set(port.pass_, pass_)
+                for slot in range(rows_per_pass):
+                    i = pass_ * rows_per_pass + slot
+                    expected = (za[tile + i * esize] if i < maxb // esize
+                                else np.zeros(maxb, np.uint8))
+                    got = _to_bytes(ctx.get(port.rows[slot].as_value()), maxb)
+                    assert np.array_equal(got, expected), ("tile read", double, tile, pass_)
+            row = rng.randrange(maxb)
+            ctx.set(dut.debug.addr, row)
+            assert np.array_equal(_to_bytes(ctx.get(dut.debug.data.as_value()), maxb), za[row])
+            # Writes, applied to the model in reverse priority order.
+            updates = []
+            slice_ = random_slice()
+            writes_slice = rng.random() < 0.5
+            ctx.set(dut.slice_write.en, writes_slice)
+            if writes_slice:
+                data = np.frombuffer(rng.randbytes(maxb), np.uint8)
+                esize = 1 << slice_["esize_log2"]
+                enables = rng.getrandbits(maxb // esize)
+                ctx.set(dut.slice_write.slice, slice_)
+                ctx.set(dut.slice_write.data.as_value(), _to_int(data))
+                ctx.set(dut.slice_write.elements, enables)
+                positions, _ = _model_slice(za, maxb, slice_)
+                for element, (r, c) in enumerate(positions):
+                    if enables >> element & 1:
+                        updates.append((r, slice(c, c + esize),
+                                        data[element * esize:(element + 1) * esize]))
+            for port in reversed(dut.tile_write):
+                writes_tile = rng.random() < 0.5
+                ctx.set(port.en, writes_tile)
+                if not writes_tile:
+                    continue
+                double, tile, pass_, esize = random_pass()
+                ctx.set(port.double, double)
+                ctx.set(port.tile, tile)
+                ctx.set(port.pass_, pass_)
+                for slot in range(rows_per_pass):
+                    i = pass_ * rows_per_pass + slot
+                    data = np.frombuffer(rng.randbytes(maxb), np.uint8)
+                    enables = rng.getrandbits(lanes) if i < maxb // esize else 0
+                    ctx.set(port.rows[slot].as_value(), _to_int(data))
+                    ctx.set(port.lanes[slot], enables)
+                    for lane in range(lanes):
+                        if enables >> lane & 1:
+                            lane_bytes = slice(4 * lane, 4 * lane + 4)
+                            updates.append((tile + i * esize, lane_bytes, data[lane_bytes]))
+            zero_mask = rng.getrandbits(8) if rng.random() < 0.1 else 0
+            zero_all, clear = rng.random() < 0.03, rng.random() < 0.02
+            ctx.set(dut.zero_mask, zero_mask)
+            ctx.set(dut.zero_all, zero_all)
+            ctx.set(dut.clear, clear)
+            await ctx.tick()
+            for r, columns, data in updates:
+                za[r, columns] = data
+            for r in range(maxb):
+                if zero_mask >> (r % 8) & 1 or zero_all:
+                    za[r] = 0
+            if clear:
+                model[:] = 0
+
+    _run(config, bench, tile_ports=2)
