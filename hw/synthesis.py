@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
+from zatile.hw.barrel import STAGE_NAME
+
 __all__ = ["ECP5_CELLS", "SynthesisError", "yowasp_command", "yosys_command", "copy_sources",
            "synth_script", "synth_ecp5",
            "cell_table", "count_table"]
@@ -73,11 +75,16 @@ def copy_sources(sources: Iterable[Path], work: Path) -> list[str]:
 def synth_script(names: Iterable[str], top: str, options: Iterable[str] = ()) -> str:
     """The Yosys commands that read Verilog files ``names`` and run ``synth_ecp5`` on ``top``.
 
+    The barrel shifters' stages stay modules of their own (``keep_hierarchy``): LUT mapping
+    across them makes every result bit one wide multiplexer (:mod:`zatile.hw.barrel`).
+
     ``splitnets -ports`` before LUT mapping works around Yosys issue #4349 (ABC9
     re-integration asserting on a wire name that Amaranth's output ports already use).
     """
     synth = " ".join(["synth_ecp5", "-top", top, *options])
-    return (f"read_verilog {' '.join(names)}; {synth} -run :map_luts; splitnets -ports; "
+    return (f"read_verilog {' '.join(names)}; "
+            f"setattr -mod -set keep_hierarchy 1 *{STAGE_NAME}*; "
+            f"{synth} -run :map_luts; splitnets -ports; "
             f"{synth} -run map_luts:")
 
 

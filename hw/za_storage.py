@@ -4,9 +4,9 @@ The outer-product arrays read and write the rows of a pass of a tile per cycle
 (``config.array_rows`` rows, a whole .S tile by default), slices are read and written in any
 direction, and ZA 0→1 and ZERO clear any set of rows in one cycle.
 
-Mapping (docs/isa.md, "Tile mapping"): for element size E bytes, horizontal slice ``i`` of tile ``k`` is the
-row ``k + i*E``; element ``i`` of vertical slice ``j`` of tile ``k`` is bytes [j*E, j*E+E) of row
-``k + i*E``. The storage is SVL-agnostic: callers reduce slice indices modulo the effective
+Mapping (docs/isa.md, "Tile mapping"): for element size E bytes, horizontal slice ``i`` of
+tile ``k`` is the row ``k + i*E``; element ``i`` of vertical slice ``j`` of tile ``k`` is bytes
+[j*E, j*E+E) of row ``k + i*E``. The storage is SVL-agnostic: callers reduce slice indices modulo the effective
 dimension and mask element enables to the effective SVL (the tile rows and columns at a smaller
 SVL are a prefix of those at MAXB).
 
@@ -43,6 +43,7 @@ from amaranth.lib.wiring import In
 from zatile.sw.arch.config import EngineConfig
 
 from zatile.hw._common import ConfigComponent, check_config, max_bytes, row_layout
+from zatile.hw.barrel import barrel_shift
 from zatile.hw.regfile import ReadPortSignature
 
 __all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",
@@ -377,8 +378,10 @@ class ZaStorage(ConfigComponent):
         reads = {}      # (writer, bank) -> its read ports, in the order of `readers`
         hits = {}       # (writer, bank) -> one bit per address the writer writes
         for name, ((rotation, rows), data_, enables) in written.items():
-            bank_data = _rotated(m, data_, 8, rotation, f"{name}_write_data")
-            bank_enables = _rotated(m, enables, 1, rotation, f"{name}_write_enables")
+            bank_data = barrel_shift(m, data_, rotation, "rotate_left", f"{name}_write_data",
+                                     unit=8)
+            bank_enables = barrel_shift(m, enables, rotation, "rotate_left",
+                                        f"{name}_write_enables")
             for b, bank_address in enumerate(addresses(rows)):
                 memory = m.submodules[f"{name}_bank{b}"] = Memory(shape=8, depth=depth,
                                                                    init=[])
@@ -412,7 +415,8 @@ class ZaStorage(ConfigComponent):
                 latest = Array(reads[writer, b][k].data for writer in written)
                 bank_bytes.append(Mux(Array(live[b])[bank_address],
                                       latest[Array(owner[b])[bank_address]], 0))
-            data_ = _rotated(m, Cat(*bank_bytes), 8, -rotation, f"{name}_read")
+            data_ = barrel_shift(m, Cat(*bank_bytes), -rotation, "rotate_left", f"{name}_read",
+                                 unit=8)
             if name == "slice":
                 m.d.comb += self.slice_read.data.eq(data_)
             elif name == "debug":
@@ -448,17 +452,6 @@ def _tile_row(port, maxb: int) -> tuple[Value, Value]:
     row = Mux(port.double, Cat(port.tile[:3], port.pass_), Cat(port.tile[:2], port.pass_))
     return row[:(maxb - 1).bit_length()], port.double & (port.pass_ >= maxb // 8)
 
-
-def _rotated(m: Module, value: Value, width: int, amount: Value, name: str) -> Value:
-    """``value`` as elements of ``width`` bits, rotated up by ``amount`` elements (element ``p``
-    of the result is element ``(p - amount) mod n``): log2(n) stages of 2:1 multiplexers."""
-    value = Value.cast(value)
-    count = len(value) // width
-    for bit in range((count - 1).bit_length()):
-        stage = Signal(len(value), name=f"{name}_rotated{bit}")
-        m.d.comb += stage.eq(Mux(amount[bit], value.rotate_left(width << bit), value))
-        value = stage
-    return value
 
 
 def _or(terms):

@@ -7,6 +7,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from zatile.hw._common import CheckedComponent
+from zatile.hw.barrel import barrel_shift
 
 from zatile.hw.fp.count_zeros import trailing_zeros
 
@@ -173,7 +174,8 @@ class FpAlignAdd(CheckedComponent):
         # The shift loses the term's set bits below `shift - bottom`; they make the sticky bit.
         lost = ~shifted_is_zero & (trailing_zeros(m, shifted.significand) < shift - bottom)
         shifted_field = Signal(window)
-        m.d.comb += shifted_field.eq((shifted_at_top >> shift) | lost)
+        m.d.comb += shifted_field.eq(
+            barrel_shift(m, shifted_at_top, shift, "right", "align") | lost)
 
         anchor_field = Signal(window)
         m.d.comb += anchor_field.eq(Mux(shifted_on_top, ~anchor_is_zero,

@@ -7,6 +7,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from zatile.hw._common import CheckedComponent
+from zatile.hw.barrel import barrel_shift
 
 from zatile.hw.fp.align_add import SumLayout
 from zatile.hw.fp.count_zeros import leading_zeros, trailing_zeros
@@ -108,13 +109,13 @@ class FpNormalize(CheckedComponent):
             m.d.comb += right_shift.eq(min_exponent - exponent)
 
         # At most one of the shifts is nonzero; the right shift's lost bits are its sticky bit.
-        shifted_left = Signal(width)
-        m.d.comb += shifted_left.eq(self.sum.magnitude << left_shift)
+        shifted_left = barrel_shift(m, self.sum.magnitude, left_shift, "left", "normalize")
         lost = trailing_zeros(m, self.sum.magnitude) < right_shift
         m.d.comb += [
             self.normalized.sign.eq(self.sum.sign),
             self.normalized.exponent.eq(Mux(tiny, min_exponent, leading_one_exponent)),
-            self.normalized.significand.eq((shifted_left >> right_shift) | lost),
+            self.normalized.significand.eq(
+                barrel_shift(m, shifted_left, right_shift, "right", "denormalize") | lost),
             self.normalized.tiny.eq(tiny),
             self.normalized.zero.eq(leading == width),
         ]

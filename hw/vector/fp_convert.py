@@ -40,6 +40,7 @@ from amaranth.lib import enum
 from zatile.sw.arch.pseudocode import recip_estimate_table, rsqrt_estimate_table
 
 from zatile.hw._common import max_bytes
+from zatile.hw.barrel import barrel_shift
 from zatile.hw.decoder import Op
 from zatile.hw.fp.count_zeros import leading_zeros
 from zatile.hw.vector.common import VectorExecutionUnit, active_bytes
@@ -135,9 +136,10 @@ def _unpack(m: Module, name: str, operand: Value, size: Value, flush: Value) -> 
     nan = exp_all_ones & fraction.any()
     denormal_zeros = leading_zeros(m, fraction)
     mant, exp = Signal(64, name=f"{name}_mant"), Signal(signed(16), name=f"{name}_exp")
+    denormal_mant = barrel_shift(m, Cat(Const(0, 12), fraction), denormal_zeros, "left",
+                                 f"{name}_denormal")
     with m.If(is_zero_field):
-        m.d.comb += [mant.eq((Cat(Const(0, 12), fraction) << denormal_zeros)[:64]),
-                     exp.eq(-bias - denormal_zeros)]
+        m.d.comb += [mant.eq(denormal_mant), exp.eq(-bias - denormal_zeros)]
     with m.Else():
         m.d.comb += [mant.eq(Cat(Const(0, 11), fraction, Const(1, 1))),
                      exp.eq(exp_field - bias)]
@@ -162,7 +164,8 @@ def _round(m: Module, name: str, sign: Value, exp: Value, mant: Value, flush: Va
     wide = Signal(64 + extra, name=f"r_{name}_wide")
     m.d.comb += [biased.eq(exp + bias),
                  shift.eq(Mux(biased > 0, 0, Mux(biased < 1 - extra, extra, 1 - biased))),
-                 wide.eq(Cat(Const(0, extra), mant) >> shift)]
+                 wide.eq(barrel_shift(m, Cat(Const(0, extra), mant), shift, "right",
+                                       f"r_{name}_denormal"))]
     top = len(wide)
     int_mant = wide[top - fbits - 1:]
     round_bit = wide[top - fbits - 2]
@@ -344,7 +347,8 @@ class VectorFpConvert(VectorExecutionUnit):
         int_shift = Signal(range(128))
         shifted = Signal(128)
         m.d.comb += [int_shift.eq(Mux(fp_exp > 63, 0, Mux(fp_exp < -64, 127, 63 - fp_exp))),
-                     shifted.eq(Cat(Const(0, 64), fp_mant) >> int_shift)]
+                     shifted.eq(barrel_shift(m, Cat(Const(0, 64), fp_mant), int_shift, "right",
+                                             "integral"))]
         integral, fraction_part = shifted[64:], shifted[:64]
         inexact = fraction_part.any() & ~is_zero
         half_bit, below_half = fraction_part[63], fraction_part[:63].any()
@@ -374,12 +378,14 @@ class VectorFpConvert(VectorExecutionUnit):
         m.d.comb += magnitude.eq(Mux(kind == _Kind.ROUND_INT, rounded_integral,
                                      Mux(int_negative, -int_source, int_source)))
         magnitude_zeros = leading_zeros(m, magnitude)
+        normalized_magnitude = barrel_shift(m, magnitude, magnitude_zeros, "left",
+                                            "integer_normalize")
         # ---- the value to round
         round_sign, round_exp, round_mant = Signal(), Signal(signed(16)), Signal(64)
         with m.If((kind == _Kind.INT_TO_FP) | (kind == _Kind.ROUND_INT)):
             m.d.comb += [round_sign.eq(Mux(kind == _Kind.ROUND_INT, sign, int_negative)),
                          round_exp.eq(63 - magnitude_zeros),
-                         round_mant.eq((magnitude << magnitude_zeros)[:64])]
+                         round_mant.eq(normalized_magnitude)]
         with m.Elif((kind == _Kind.DIVIDE) | (kind == _Kind.SQRT)):
             m.d.comb += [round_sign.eq(sign ^ (second["sign"] & (kind == _Kind.DIVIDE))),
                          round_exp.eq(iteration["exp"]), round_mant.eq(iteration["mant"])]

@@ -1,0 +1,104 @@
+"""Barrel shifters and rotators as stages of 2:1 multiplexers, each stage a module of its own.
+
+A shift by a variable amount is ``len(amount)`` stages, stage ``k`` moving the value by ``2^k``
+positions or not. Left as one expression (or as stages inside one module), Yosys's LUT mapping
+(ABC9) merges the stages and maps each result bit as one wide multiplexer over every input bit
+it can come from. Measured with ``synth_ecp5`` on the 77-bit normalizer of an fp32 fused
+multiply-add (two shifts by 7 bits, two leading-zero counts): 3,200 LUT4 that way, 1,369 with
+its stages as modules, each stage one LUT4 per bit. So every stage is a :class:`ShiftStage`
+module whose name contains :data:`STAGE_NAME`, and the synthesis script keeps those modules
+whole (``keep_hierarchy``, :mod:`zatile.hw.synthesis`).
+"""
+
+from __future__ import annotations
+
+from amaranth import Cat, Module, Mux, Value
+from amaranth.lib.wiring import In, Out
+
+from zatile.hw._common import CheckedComponent
+
+__all__ = ["STAGE_NAME", "KINDS", "ShiftStage", "barrel_shift"]
+
+#: The part of every stage's submodule (and Verilog module) name that synthesis looks for.
+STAGE_NAME = "barrel_stage"
+
+#: What a stage does: shift towards the top (zeros in), towards the bottom (zeros or copies of
+#: the top bit in), or rotate towards the top.
+KINDS = ("left", "right", "right_arithmetic", "rotate_left")
+
+
+class ShiftStage(CheckedComponent):
+    """``o`` is ``i`` moved by ``step`` bits when ``enable`` is set, else ``i`` (combinational).
+
+    Parameters
+    ----------
+    width : int
+        Bits of ``i`` and ``o``.
+    step : int
+        Positions moved; a shift by ``width`` or more leaves only the fill.
+    kind : str
+        One of :data:`KINDS`.
+
+    Raises
+    ------
+    ValueError
+        If ``width`` or ``step`` is not a positive integer, or ``kind`` is not one of
+        :data:`KINDS`.
+    """
+
+    @staticmethod
+    def check_arguments(width: int, step: int, kind: str) -> None:
+        for name, value in (("width", width), ("step", step)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+
+    def __init__(self, width: int, step: int, kind: str):
+        self._step = step
+        self._kind = kind
+        super().__init__({"i": In(width), "enable": In(1), "o": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        value, step, width = self.i, self._step, len(self.i)
+        if self._kind == "rotate_left":
+            moved = value.rotate_left(step % width)
+        elif self._kind == "left":
+            moved = Cat(Value.cast(0).replicate(min(step, width)), value[:max(width - step, 0)])
+        else:
+            fill = value[-1] if self._kind == "right_arithmetic" else Value.cast(0)
+            moved = Cat(value[min(step, width):], fill.replicate(min(step, width)))
+        m.d.comb += self.o.eq(Mux(self.enable, moved, value))
+        return m
+
+
+def barrel_shift(m: Module, value, amount, kind: str, name: str, unit: int = 1) -> Value:
+    """``value`` moved by ``amount`` units of ``unit`` bits, as :class:`ShiftStage` submodules
+    of ``m`` named ``barrel_stage_<name>_<k>``.
+
+    ``amount`` is unsigned (a rotation takes its bits modulo the element count, so a signed
+    amount rotates by its value modulo that count). Shifts by ``len(value)`` bits or more give
+    the fill: one stage for all the amount bits that big.
+    """
+    value = Value.cast(value)
+    amount = Value.cast(amount)
+    width = len(value)
+    bit = stages = 0
+    while bit < len(amount):
+        step = unit << bit
+        if kind == "rotate_left" and step % width == 0:
+            break
+        if kind != "rotate_left" and step >= width:
+            enable = amount[bit:].any()
+            bit = len(amount)
+        else:
+            enable = amount[bit]
+            bit += 1
+        stage = ShiftStage(width, step % width if kind == "rotate_left" else min(step, width),
+                           kind)
+        m.submodules[f"{STAGE_NAME}_{name}_{stages}"] = stage
+        stages += 1
+        m.d.comb += [stage.i.eq(value), stage.enable.eq(enable)]
+        value = stage.o
+    return value

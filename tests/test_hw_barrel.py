@@ -1,0 +1,76 @@
+"""hw.barrel: staged shifters and rotators against Python's shifts, and their argument checks."""
+
+import random
+
+import pytest
+from amaranth import Elaboratable, Module, Signal
+from amaranth.sim import Simulator
+
+from zatile.hw.barrel import KINDS, STAGE_NAME, ShiftStage, barrel_shift
+from zatile.hw.synthesis import synth_script
+
+
+def _expected(value: int, amount: int, kind: str, width: int, unit: int) -> int:
+    mask = (1 << width) - 1
+    if kind == "rotate_left":
+        bits = amount * unit % width
+        return (value << bits | value >> (width - bits)) & mask
+    bits = amount * unit
+    if kind == "left":
+        return value << bits & mask
+    if kind == "right_arithmetic" and value >> (width - 1):
+        return (value - (1 << width)) >> bits & mask
+    return value >> bits
+
+
+class _Shifter(Elaboratable):
+    def __init__(self, width, amount_bits, kind, unit):
+        self.value = Signal(width)
+        self.amount = Signal(amount_bits)
+        self.result = Signal(width)
+        self._kind, self._unit = kind, unit
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.result.eq(barrel_shift(m, self.value, self.amount, self._kind, "test",
+                                                unit=self._unit))
+        return m
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("width, amount_bits, unit", [(1, 2, 1), (19, 8, 1), (64, 7, 1),
+                                                      (128, 5, 8), (77, 7, 1)])
+def test_matches_python_shifts(kind, width, amount_bits, unit):
+    """Every amount an amount signal can hold, including shifts past the width (only the fill
+    is left) and rotations of several turns."""
+    if kind == "rotate_left" and width % unit:
+        pytest.skip("a rotation moves whole elements")
+    dut = _Shifter(width, amount_bits, kind, unit)
+    rng = random.Random(width * 100 + amount_bits)
+    sim = Simulator(dut)
+
+    async def bench(ctx):
+        for amount in range(1 << amount_bits):
+            for value in (rng.getrandbits(width), (1 << width) - 1, 1 << (width - 1)):
+                ctx.set(dut.value, value)
+                ctx.set(dut.amount, amount)
+                assert ctx.get(dut.result) == _expected(value, amount, kind, width, unit), \
+                    (kind, width, value, amount)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ((0, 1, "left"), "width must be a positive integer, not 0"),
+    ((8, -2, "left"), "step must be a positive integer, not -2"),
+    ((8, 1, "up"), "not 'up'"),
+])
+def test_stage_arguments_are_checked(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        ShiftStage(*arguments)
+
+
+def test_synthesis_keeps_the_stages_whole():
+    """The stages are modules that LUT mapping does not merge (hw/barrel.py)."""
+    assert f"setattr -mod -set keep_hierarchy 1 *{STAGE_NAME}*" in synth_script(["a.v"], "top")
