@@ -8,6 +8,10 @@ multiply-add (two shifts by 7 bits, two leading-zero counts): 3,200 LUT4 that wa
 its stages as modules, each stage one LUT4 per bit. So every stage is a :class:`ShiftStage`
 module whose name contains :data:`STAGE_NAME`, and the synthesis script keeps those modules
 whole (``keep_hierarchy``, :mod:`zatile.hw.synthesis`).
+
+A kept stage also stops constants from propagating through it, so a shift whose input is
+largely constant can come out larger this way: the vector shifter's funnels (half of each
+input zeros) took 16,200 LUT4 as stages and 13,569 as plain shifts, and stay plain shifts.
 """
 
 from __future__ import annotations

@@ -34,7 +34,6 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data
 
 from zatile.hw._common import max_bytes
-from zatile.hw.barrel import barrel_shift
 from zatile.hw.decoder import Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
                                      chunk_part, chunk_registers, chunk_steps, extend)
@@ -251,9 +250,8 @@ def _elements(m: Module, control, log2: int, maxb: int, left, right, second, imm
         operand = Signal(signed(bits + 1), name=name("operand"))
         m.d.comb += operand.eq(Mux(magnitude, -a_wide, a_wide))
         funnel = Signal(signed(2 * bits + 3), name=name("funnel"))
-        m.d.comb += funnel.eq(barrel_shift(m, Cat(Const(0, bits + 2), operand),
-                                           (bits + 1 - amount)[:8], "right_arithmetic",
-                                           name("funnel")))
+        m.d.comb += funnel.eq(Cat(Const(0, bits + 2), operand).as_signed()
+                              >> (bits + 1 - amount)[:8])
         shifted = Signal(signed(2 * bits + 3), name=name("shifted"))
         m.d.comb += shifted.eq(funnel[1:].as_signed() + (funnel[0] & control.round))
         shift_result = Signal(bits, name=name("shift"))
