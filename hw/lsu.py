@@ -71,7 +71,6 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.isa import Trait
 
 from zatile.hw._common import ConfigComponent, byte_mask, max_bytes, row_layout
-from zatile.hw.barrel import barrel_shift
 from zatile.hw.decoder import DecodedLayout, Op, ops_of
 
 __all__ = ["MEMORY_OPS", "STORE_OPS", "STRUCTURE_OPS", "MAX_CHUNKS", "MemRequestLayout", "MemResponseLayout",
@@ -322,13 +321,8 @@ class LoadStoreUnit(ConfigComponent):
         misalign = address[:(beat - 1).bit_length()] if beat > 1 else Const(0, 1)
         enable_image = Signal(image_bytes)
         data_image = Signal(image_bytes * 8)
-        spare = image_bytes - maxb
-        m.d.comb += [
-            enable_image.eq(barrel_shift(m, Cat(enables & limit, Const(0, spare)), misalign,
-                                         "left", "store_enables")),
-            data_image.eq(barrel_shift(m, Cat(footprint, Const(0, 8 * spare)), misalign, "left",
-                                       "store_data", unit=8)),
-        ]
+        m.d.comb += [enable_image.eq((enables & limit) << misalign),
+                     data_image.eq(footprint << (misalign * 8))]
         nonempty = Cat(enable_image.word_select(k, beat).any() for k in range(beats))
 
         access_layout = data.StructLayout({
@@ -427,10 +421,7 @@ class LoadStoreUnit(ConfigComponent):
         # ---- load data in the destination's format
         buffer = Signal(maxb * 8)
         active = Signal(maxb)
-        m.d.comb += [
-            buffer.eq(barrel_shift(m, r_loaded, c_misalign, "right", "load_data", unit=8)),
-            active.eq(barrel_shift(m, c_enables, c_misalign, "right", "load_enables")),
-        ]
+        m.d.comb += [buffer.eq(r_loaded >> (c_misalign * 8)), active.eq(c_enables >> c_misalign)]
         loaded = Signal(maxb * 8)
         m.d.comb += loaded.eq(buffer & byte_mask(active))
         formatted = Signal(maxb * 8)
