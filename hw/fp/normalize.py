@@ -97,25 +97,27 @@ class FpNormalize(CheckedComponent):
 
         # Normal: bring the leading one to the top. Tiny: put the weight min_exponent on the top
         # bit, a left shift short of the leading one, or a right shift that folds into bit 0.
-        left_shift = Signal(range(width + 1))
-        right_shift = Signal(range(width + 1))
+        # One shifter does both: a right shift is a left shift of the bit-reversed magnitude.
+        shift = Signal(range(width + 1))
+        right = Signal()
         with m.If(~tiny):
-            m.d.comb += left_shift.eq(leading)
+            m.d.comb += shift.eq(leading)
         with m.Elif(exponent >= min_exponent):
-            m.d.comb += left_shift.eq(exponent - min_exponent)
+            m.d.comb += shift.eq(exponent - min_exponent)
         with m.Elif(exponent < min_exponent - width):
-            m.d.comb += right_shift.eq(width)
+            m.d.comb += [shift.eq(width), right.eq(1)]
         with m.Else():
-            m.d.comb += right_shift.eq(min_exponent - exponent)
+            m.d.comb += [shift.eq(min_exponent - exponent), right.eq(1)]
 
-        # At most one of the shifts is nonzero; the right shift's lost bits are its sticky bit.
-        shifted_left = barrel_shift(m, self.sum.magnitude, left_shift, "left", "normalize")
-        lost = trailing_zeros(m, self.sum.magnitude) < right_shift
+        magnitude = self.sum.magnitude
+        shifted = barrel_shift(m, Mux(right, magnitude[::-1], magnitude), shift, "left",
+                               "normalize")
+        # The right shift's lost bits are its sticky bit.
+        lost = right & (trailing_zeros(m, magnitude) < shift)
         m.d.comb += [
             self.normalized.sign.eq(self.sum.sign),
             self.normalized.exponent.eq(Mux(tiny, min_exponent, leading_one_exponent)),
-            self.normalized.significand.eq(
-                barrel_shift(m, shifted_left, right_shift, "right", "denormalize") | lost),
+            self.normalized.significand.eq(Mux(right, shifted[::-1], shifted) | lost),
             self.normalized.tiny.eq(tiny),
             self.normalized.zero.eq(leading == width),
         ]
