@@ -4,27 +4,30 @@ Byte ``e`` of a Z register is bits [8e+7:8e]; predicate bit ``b`` is bit ``b`` o
 (bit ``b % 8`` of byte ``b // 8`` in ``sim.state``). Bits above the effective SVL are kept but
 not architectural.
 
-Z lives in memories with asynchronous reads, which FPGA tools map to distributed (LUT) RAM: one
-memory per write port (the executed instructions', the load queue's), each read through a copy
-per read port, and two flip-flops per byte of each register saying whether the byte was written
-since the last PSTATE.SM change (``reset_sve``, which thereby clears all of Z in one cycle) and
-which memory holds its latest value (a live-value table). A read takes each byte from that
-memory, or zero. Measured with ``synth_ecp5`` at SVL 128 when this was chosen: with Z in
-flip-flops the file took 40,816 LUT4 and 4,352 flip-flops, this way 13,432 LUT4, 512
-TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 1,280 flip-flops. P and FFR, a sixteenth of the bits,
-stay flip-flops.
+Z lives in memories with asynchronous reads, which FPGA tools map to distributed (LUT) RAM:
+one memory per write port (the executed instructions', the load queue's), each read through a
+copy per read port. A port writes its value XOR the other memory's word at that address (read
+through one more copy), so a register's value is the XOR of the two memories, whichever port
+wrote each byte last, without a table of latest writers. One flip-flop per register says
+whether it was written since the last PSTATE.SM change (``reset_sve``, which thereby clears
+all of Z in one cycle): a register that was not reads as zero, and its first write writes all
+of it, zeros beyond its enabled bytes. Measured with ``synth_ecp5`` at SVL 128: with Z in
+flip-flops the file took 40,816 LUT4 and 4,352 flip-flops; with two memories and a per-byte
+table of latest writers, 13,432 LUT4, 512 TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 1,280
+flip-flops; this way 4,319 LUT4, 640 TRELLIS_DPR16X4 and 288 flip-flops. P and FFR, a
+sixteenth of the bits, stay flip-flops.
 """
 
 from __future__ import annotations
 
-from amaranth import Array, Cat, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import ConfigComponent, max_bytes, row_layout
+from zatile.hw._common import ConfigComponent, byte_mask, max_bytes, row_layout
 
 __all__ = ["ReadPortSignature", "WritePortSignature", "RegisterFile"]
 
@@ -123,34 +126,48 @@ class RegisterFile(ConfigComponent):
         return m
 
     def _z_file(self, m: Module, maxb: int) -> None:
-        """Z: a memory per write port, and per byte of each register whether it was written
-        since ``reset_sve`` and whether by the load port (module documentation)."""
+        """Z: a memory per write port holding its writes XOR the other memory, and one bit per
+        register saying whether it was written since ``reset_sve`` (module documentation)."""
         read_ports = (self.z_read_a, self.z_read_b, self.z_read_c, self.z_debug)
-        write_ports = {"execute": self.z_write, "load": self.z_write_load}
+        execute, load = self.z_write, self.z_write_load
+        live = Signal(Z_REGISTERS)
+        # Both ports on one register: the load's write takes the execute port's bytes along.
+        collide = execute.en & load.en & (execute.addr == load.addr)
+        load_lanes = Signal(maxb)
+        load_data = Signal(8 * maxb)
+        m.d.comb += [
+            load_lanes.eq(load.lanes | Mux(collide, execute.lanes, 0)),
+            load_data.eq(Cat(Mux(load.lanes[b], Value.cast(load.data).word_select(b, 8),
+                                 Value.cast(execute.data).word_select(b, 8))
+                             for b in range(maxb))),
+        ]
+        writes = {"execute": (execute.en & ~collide, execute.addr, execute.lanes,
+                              Value.cast(execute.data)),
+                  "load": (load.en, load.addr, load_lanes, load_data)}
+        memories = {name: Memory(shape=8 * maxb, depth=Z_REGISTERS, init=[]) for name in writes}
         reads = {}
-        for name, port in write_ports.items():
-            memory = m.submodules[f"z_{name}"] = Memory(shape=8 * maxb, depth=Z_REGISTERS,
-                                                        init=[])
-            write = memory.write_port(granularity=8)
-            m.d.comb += [write.addr.eq(port.addr), write.data.eq(port.data),
-                         write.en.eq(Mux(port.en, port.lanes, 0))]
-            reads[name] = [memory.read_port(domain="comb") for _ in read_ports]
+        for name, memory in memories.items():
+            m.submodules[f"z_{name}"] = memory
+            reads[name] = [memory.read_port(domain="comb") for _ in (*read_ports, "writer")]
             for read, port in zip(reads[name], read_ports):
                 m.d.comb += read.addr.eq(port.addr)
-        written = Array(Signal(maxb, name=f"z{n}_written") for n in range(Z_REGISTERS))
-        by_load = Array(Signal(maxb, name=f"z{n}_by_load") for n in range(Z_REGISTERS))
-        for index in range(Z_REGISTERS):
-            executed, loaded = (Mux(port.en & (port.addr == index), port.lanes, 0)
-                                for port in write_ports.values())
-            with m.If(self.reset_sve):
-                m.d.sync += written[index].eq(0)
-            with m.Else():
-                m.d.sync += [written[index].eq(written[index] | executed | loaded),
-                             by_load[index].eq((by_load[index] & ~executed) | loaded)]
+        for name, (enable, address, lanes, data_) in writes.items():
+            other = "load" if name == "execute" else "execute"
+            other_value = reads[other][-1]          # the other memory at this write's address
+            m.d.comb += other_value.addr.eq(address)
+            # A register's first write since the reset writes all of it, zeros beyond `lanes`.
+            whole = ~live.bit_select(address, 1)
+            write = memories[name].write_port(granularity=8)
+            m.d.comb += [
+                write.addr.eq(address),
+                write.data.eq(Mux(whole, data_ & byte_mask(lanes), data_) ^ other_value.data),
+                write.en.eq(Mux(enable, Mux(whole, Const(-1, maxb), lanes), 0)),
+            ]
+        with m.If(self.reset_sve):
+            m.d.sync += live.eq(0)
+        with m.Else():
+            m.d.sync += live.eq(live | Mux(execute.en, Const(1, Z_REGISTERS) << execute.addr, 0)
+                                | Mux(load.en, Const(1, Z_REGISTERS) << load.addr, 0))
         for k, port in enumerate(read_ports):
-            live, loaded = written[port.addr], by_load[port.addr]
-            execute_data, load_data = reads["execute"][k].data, reads["load"][k].data
-            m.d.comb += port.data.eq(Cat(
-                Mux(live[b], Mux(loaded[b], load_data.word_select(b, 8),
-                                 execute_data.word_select(b, 8)), 0)
-                for b in range(maxb)))
+            m.d.comb += port.data.eq(Mux(live.bit_select(port.addr, 1),
+                                         reads["execute"][k].data ^ reads["load"][k].data, 0))
