@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from zatile.sim.state import ArchState, Memory
 from zatile.sw import cli
 from zatile.sw.cli import main
+from zatile.sw.cli.hardware import _config
 from tests.conftest import need_tool
 
 
@@ -139,6 +140,8 @@ def _mistakes(folder: Path) -> dict[str, list[str]]:
                                            str(folder / "f")],
         "verilog vector bits above the SVL": ["verilog", "--svl", "128", "--vector-bits", "256",
                                               "-o", str(folder / "v")],
+        "fpga queue depth not a power of two": ["fpga", "--svl", "128", "--queue-depth", "6",
+                                                "-o", str(folder / "f")],
         # no command
         "unknown command": ["frobnicate"],
         "unknown option": ["run", program, "--svl", "128", "--colour"],
@@ -302,3 +305,14 @@ def test_json_run_is_machine_readable(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["written"] == {"x3": 32, "x4": 3} and report["registers"]["x3"] == 32
     assert report["tiles"]["za0.s:u32"] == [[0] * 8] * 8 and report["trapped"] == []
+
+
+def test_the_area_options_make_the_configuration():
+    """--lanes, --vector-bits and --queue-depth reach the EngineConfig a build uses."""
+    args = cli._parser().parse_args(["fpga", "--svl", "256", "--lanes", "1", "--vector-bits", "64",
+                                 "--queue-depth", "4", "-o", "unused"])
+    config = _config(args)
+    assert (config.array_rows, config.vector_bits_per_cycle, config.queue_depth) == (1, 64, 4)
+    default = _config(cli._parser().parse_args(["verilog", "--svl", "256", "-o", "unused"]))
+    assert (default.array_rows, default.vector_bits_per_cycle, default.queue_depth) == (8, 256,
+                                                                                        16)

@@ -59,7 +59,8 @@ def _config(args) -> EngineConfig:
         return EngineConfig(max_svl=args.svl, supported_svls=args.supported_svls,
                             features=frozenset(features), mem_data_width=args.mem_width,
                             za_contexts=args.za_contexts, array_rows=args.lanes,
-                            vector_bits_per_cycle=args.vector_bits)
+                            vector_bits_per_cycle=args.vector_bits,
+                            queue_depth=args.queue_depth)
     except ValueError as error:
         raise CliError(str(error)) from None
 
@@ -81,6 +82,10 @@ def _add_config_options(command) -> None:
                          help="bits of a vector the vector ALU, shifter and FP compare make per "
                               "cycle: a power of two from 64 to SVL (default SVL); fewer take "
                               "less area and more cycles")
+    command.add_argument("--queue-depth", type=positive_count, default=16, metavar="N",
+                         help="instructions each of the engine's two queues holds: a power of "
+                              "two from 2 to 64 (default 16); fewer take less area and overlap "
+                              "less memory traffic with execution")
 
 
 def _cmd_fpga(args) -> int:
