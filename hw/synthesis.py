@@ -20,7 +20,7 @@ from typing import Iterable
 from zatile.hw.barrel import STAGE_NAME
 
 __all__ = ["ECP5_CELLS", "SynthesisError", "yowasp_command", "yosys_command", "copy_sources",
-           "synth_script", "synth_ecp5",
+           "synth_script", "synth_ecp5", "top_units", "synth_ecp5_by_unit",
            "cell_table", "count_table"]
 
 #: ECP5 cell types and the names the figures are reported under.
@@ -110,6 +110,55 @@ def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None) ->
             tail = "\n".join((run.stdout + run.stderr).splitlines()[-20:])
             raise SynthesisError(f"synth_ecp5 of {top} failed:\n{tail}")
         return _cell_counts((work / "stat.txt").read_text())
+
+
+def top_units(verilog: str, top: str) -> list[str]:
+    """The module names of the units ``top`` instantiates, in Verilog that Amaranth wrote (one
+    instance per line: ``<module> <instance> (``, names possibly escaped with a backslash)."""
+    start = verilog.index(f"module {top}(")
+    body = verilog[start:verilog.index("endmodule", start)]
+    return sorted(set(re.findall(rf"^\s*\\?({re.escape(top)}\.\S+)\s+\\?\S+\s*\($",
+                                 body, re.M)))
+
+
+def synth_ecp5_by_unit(source: Path, top: str, *, jobs: int = 2) -> dict[str, dict[str, int]]:
+    """``synth_ecp5`` of a design too big for one Yosys run (a whole engine reaches the 4 GiB
+    memory limit of the WebAssembly Yosys): ``top`` with its units as black boxes, then each
+    unit as a top of its own, ``jobs`` runs at a time. Each unit is mapped alone either way
+    (:func:`synth_ecp5` keeps the hierarchy), so the figures add up to the design's.
+
+    Returns
+    -------
+    dict
+        {``top`` or a unit's module name: {cell type: count}}.
+
+    Raises
+    ------
+    SynthesisError
+        If Yosys reports an error for any of them.
+    """
+    from concurrent.futures import ThreadPoolExecutor  # local: only this uses threads
+
+    units = top_units(Path(source).read_text(), top)
+
+    def synthesize(design: str) -> tuple[str, dict[str, int]]:
+        with tempfile.TemporaryDirectory() as directory:
+            work = Path(directory)
+            names = copy_sources([source], work)
+            script = synth_script(names, design, ["-noflatten"])
+            if design == top:
+                boxes = " ".join(f"\\{unit}" for unit in units)
+                script = script.replace("; synth_ecp5", f"; blackbox {boxes}; synth_ecp5", 1)
+            run = subprocess.run([*yosys_command(), "-q", "-p",
+                                  f"{script}; tee -q -o stat.txt stat -top {design}"],
+                                 cwd=work, capture_output=True, text=True)
+            if run.returncode != 0 or not (work / "stat.txt").exists():
+                tail = "\n".join((run.stdout + run.stderr).splitlines()[-20:])
+                raise SynthesisError(f"synth_ecp5 of {design} failed:\n{tail}")
+            return design, _cell_counts((work / "stat.txt").read_text())
+
+    with ThreadPoolExecutor(jobs) as pool:
+        return dict(pool.map(synthesize, [top, *units]))
 
 
 def _cell_counts(stat: str) -> dict[str, int]:

