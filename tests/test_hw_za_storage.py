@@ -185,11 +185,16 @@ def test_every_port_at_once(max_svl, array_rows, contexts):
         return {"tile": rng.randrange(esize), "index": rng.randrange(maxb // esize),
                 "esize_log2": log2, "vertical": rng.getrandbits(1)}
 
-    def random_pass():
+    def random_pass(ctx, port):
+        """Present a random pass of a random .S or .D tile on a tile port: (its element size,
+        tile, pass)."""
         double = rng.getrandbits(1)
         esize = 8 if double else 4
-        return double, rng.randrange(esize), rng.randrange(max(maxb // esize // rows_per_pass,
-                                                               1)), esize
+        tile, pass_ = rng.randrange(esize), rng.randrange(max(maxb // esize // rows_per_pass, 1))
+        ctx.set(port.double, double)
+        ctx.set(port.tile, tile)
+        ctx.set(port.pass_, pass_)
+        return esize, tile, pass_
 
     async def bench(ctx, dut):
         for _ in range(400):
@@ -204,16 +209,13 @@ def test_every_port_at_once(max_svl, array_rows, contexts):
             got = _to_bytes(ctx.get(dut.slice_read.data.as_value()), maxb)
             assert np.array_equal(got, expected), ("slice read", context, slice_)
             for port in dut.tile_read:
-                double, tile, pass_, esize = random_pass()
-                ctx.set(port.double, double)
-                ctx.set(port.tile, tile)
-                ctx.set(port.pass_, pass_)
+                esize, tile, pass_ = random_pass(ctx, port)
                 for slot in range(rows_per_pass):
                     i = pass_ * rows_per_pass + slot
                     expected = (za[tile + i * esize] if i < maxb // esize
                                 else np.zeros(maxb, np.uint8))
                     got = _to_bytes(ctx.get(port.rows[slot].as_value()), maxb)
-                    assert np.array_equal(got, expected), ("tile read", double, tile, pass_)
+                    assert np.array_equal(got, expected), ("tile read", esize, tile, pass_)
             row = rng.randrange(maxb)
             ctx.set(dut.debug.addr, row)
             assert np.array_equal(_to_bytes(ctx.get(dut.debug.data.as_value()), maxb), za[row])
@@ -239,10 +241,7 @@ def test_every_port_at_once(max_svl, array_rows, contexts):
                 ctx.set(port.en, writes_tile)
                 if not writes_tile:
                     continue
-                double, tile, pass_, esize = random_pass()
-                ctx.set(port.double, double)
-                ctx.set(port.tile, tile)
-                ctx.set(port.pass_, pass_)
+                esize, tile, pass_ = random_pass(ctx, port)
                 for slot in range(rows_per_pass):
                     i = pass_ * rows_per_pass + slot
                     data = np.frombuffer(rng.randbytes(maxb), np.uint8)
