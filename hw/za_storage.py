@@ -368,11 +368,15 @@ class ZaStorage(ConfigComponent):
         written["slice"] = (slice_write, Value.cast(self.slice_write.data),
                             Mux(self.slice_write.en, elements, 0))
 
-        readers = {"slice": _slice_access(m, maxb, self.slice_read.slice, "slice_read")}
+        # Readers: (access, the output the bytes it reads go to).
+        readers = {"slice": (_slice_access(m, maxb, self.slice_read.slice, "slice_read"),
+                             self.slice_read.data.eq)}
         for k, port in enumerate(self.tile_read):
-            row, _ = _tile_row(port, maxb)
-            readers[f"tile{k}"] = (row, [row] * maxb)
-        readers["debug"] = (self.debug.addr, [self.debug.addr] * maxb)
+            row, beyond = _tile_row(port, maxb)
+            readers[f"tile{k}"] = ((row, [row] * maxb),
+                                   lambda data_, port=port, beyond=beyond:
+                                   port.rows[0].eq(Mux(beyond, 0, data_)))
+        readers["debug"] = ((self.debug.addr, [self.debug.addr] * maxb), self.debug.data.eq)
 
         # Per bank and write port, a memory read through a copy per read port.
         reads = {}      # (writer, bank) -> its read ports, in the order of `readers`
@@ -407,7 +411,7 @@ class ZaStorage(ConfigComponent):
                     with m.Elif(hits[name, b][a]):
                         m.d.sync += [live[b][a].eq(1), owner[b][a].eq(w)]
 
-        for k, (name, (rotation, rows)) in enumerate(readers.items()):
+        for k, (name, ((rotation, rows), output)) in enumerate(readers.items()):
             bank_bytes = []
             for b, bank_address in enumerate(addresses(rows)):
                 for read in (reads[writer, b][k] for writer in written):
@@ -415,16 +419,8 @@ class ZaStorage(ConfigComponent):
                 latest = Array(reads[writer, b][k].data for writer in written)
                 bank_bytes.append(Mux(Array(live[b])[bank_address],
                                       latest[Array(owner[b])[bank_address]], 0))
-            data_ = barrel_shift(m, Cat(*bank_bytes), -rotation, "rotate_left", f"{name}_read",
-                                 unit=8)
-            if name == "slice":
-                m.d.comb += self.slice_read.data.eq(data_)
-            elif name == "debug":
-                m.d.comb += self.debug.data.eq(data_)
-            else:
-                port = self.tile_read[int(name[len("tile"):])]
-                _, beyond = _tile_row(port, maxb)
-                m.d.comb += port.rows[0].eq(Mux(beyond, 0, data_))
+            m.d.comb += output(barrel_shift(m, Cat(*bank_bytes), -rotation, "rotate_left",
+                                            f"{name}_read", unit=8))
 
 
 def _slice_access(m: Module, maxb: int, slice_, name: str) -> tuple[Signal, list]:
