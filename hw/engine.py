@@ -77,7 +77,8 @@ from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
 from zatile.sw.arch.isa import Trait
 
 from zatile.hw._common import ConfigComponent, check_config, max_bytes
-from zatile.hw.decoder import NO_SLOT, Decoder, Op, check_known_params, ops_of
+from zatile.hw.decoder import (NO_SLOT, DecodedLayout, Decoder, Op, check_known_params,
+                               ops_of)
 from zatile.hw.fp.fp_mopa import FpOuterProductArray, FpOuterProductKind, KIND_FEATURES
 from zatile.hw.int_mopa import IntOpKind, IntOuterProductArray
 from zatile.hw.library import ModuleLibrary
@@ -116,9 +117,11 @@ DebugAddressLayout = data.StructLayout({"space": 2, "index": 8})
 
 
 def ExecutionEntryLayout(config: EngineConfig) -> data.StructLayout:
-    """An entry of the execution queue: the instruction, and how many loads were routed before
-    it (:func:`~zatile.hw.load_queue.load_pointer`)."""
-    return data.StructLayout({"issue": IssueLayout, "loads_before": load_pointer(config)})
+    """An entry of the execution queue: the instruction, how many loads were routed before it
+    (:func:`~zatile.hw.load_queue.load_pointer`), and the instruction decoded as it was routed
+    (one decoder per issue lane serves routing and execution)."""
+    return data.StructLayout({"issue": IssueLayout, "loads_before": load_pointer(config),
+                              "decoded": DecodedLayout})
 
 
 class DebugSpace:
@@ -249,7 +252,6 @@ class ZaTileEngine(ConfigComponent):
         config = self._config
         maxb = max_bytes(config)
 
-        m.submodules.decoder = decoder = Decoder(config, IMPLEMENTED_OPS)
         m.submodules.state = state = StateControl(config)
         m.submodules.registers = registers = RegisterFile(config)
         m.submodules.za = za = ZaStorage(config, tile_ports=2 if self.has_fp else 1)
@@ -321,7 +323,8 @@ class ZaTileEngine(ConfigComponent):
                 order.w_en[lane].eq(arrives), order.w_data[lane].eq(to_load_queue),
                 x_queue.w_en[lane].eq(to_x_queue),
                 x_queue.w_data[lane].eq(Cat(incoming.as_value(),
-                                            loads_before[:len(load_queue.tail)])),
+                                            loads_before[:len(load_queue.tail)],
+                                            routed.as_value())),
                 load_queue.push[lane].eq(arrives & to_load_queue),
                 route.route.eq(to_x_queue),
                 route.index.eq(x_index),
@@ -364,7 +367,6 @@ class ZaTileEngine(ConfigComponent):
         completes = Signal()        # the oldest incomplete execution-queue instruction completes
         x_head = data.View(x_entry_layout, x_queue.r_data[0])
         issued = x_head.issue
-        d_word = issued.word
         d_sources = Cat(issued.src0, issued.src1, issued.src2)
         m.submodules.x_results = x_results = LaneFifo(ResultLayout.size, depth, lanes)
         m.d.comb += [
@@ -380,8 +382,8 @@ class ZaTileEngine(ConfigComponent):
                      load_queue.x_completed.eq(x_completed),
                      load_queue.x_completing.eq(completes)]
 
-        m.d.comb += [decoder.word.eq(d_word), state.decoded.eq(decoder.decoded)]
-        decoded = decoder.decoded
+        decoded = x_head.decoded
+        m.d.comb += state.decoded.eq(decoded)
         fields, flags, op = decoded.fields, decoded.flags, decoded.op
         sources = Array([*(d_sources.word_select(k, 64) for k in range(3)), Const(0, 64)])
         assert NO_SLOT == 3, "slot 3 reads as zero"
