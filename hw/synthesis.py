@@ -20,7 +20,7 @@ from typing import Iterable
 from zatile.hw.barrel import STAGE_NAME
 
 __all__ = ["ECP5_CELLS", "SynthesisError", "yowasp_command", "yosys_command", "copy_sources",
-           "synth_script", "synth_ecp5", "top_units", "synth_ecp5_by_unit",
+           "synth_script", "synth_ecp5", "top_units", "synth_ecp5_by_unit", "total_counts",
            "cell_table", "count_table"]
 
 #: ECP5 cell types and the names the figures are reported under.
@@ -72,24 +72,27 @@ def copy_sources(sources: Iterable[Path], work: Path) -> list[str]:
     return names
 
 
-def synth_script(names: Iterable[str], top: str, options: Iterable[str] = ()) -> str:
-    """The Yosys commands that read Verilog files ``names`` and run ``synth_ecp5`` on ``top``.
-
-    The barrel shifters' stages stay modules of their own (``keep_hierarchy``): LUT mapping
-    across them makes every result bit one wide multiplexer (:mod:`zatile.hw.barrel`).
+def synth_script(names: Iterable[str], top: str, options: Iterable[str] = (),
+                 prepare: Iterable[str] = ()) -> str:
+    """The Yosys commands that read Verilog files ``names``, run the commands ``prepare`` and
+    run ``synth_ecp5`` on ``top``.
 
     ``splitnets -ports`` before LUT mapping works around Yosys issue #4349 (ABC9
     re-integration asserting on a wire name that Amaranth's output ports already use).
+
+    The barrel shifters' stages stay modules of their own (``keep_hierarchy``): LUT mapping
+    across them makes every result bit one wide multiplexer (:mod:`zatile.hw.barrel`).
     """
     synth = " ".join(["synth_ecp5", "-top", top, *options])
-    return (f"read_verilog {' '.join(names)}; "
-            f"setattr -mod -set keep_hierarchy 1 *{STAGE_NAME}*; "
-            f"{synth} -run :map_luts; splitnets -ports; "
-            f"{synth} -run map_luts:")
+    return "; ".join([f"read_verilog {' '.join(names)}",
+                      f"setattr -mod -set keep_hierarchy 1 *{STAGE_NAME}*", *prepare,
+                      f"{synth} -run :map_luts", "splitnets -ports", f"{synth} -run map_luts:"])
 
 
-def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None) -> dict[str, int]:
-    """Run ``synth_ecp5 -top <top>`` on Verilog ``sources``; return {cell type: count}.
+def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None,
+               prepare: Iterable[str] = ()) -> dict[str, int]:
+    """Run ``synth_ecp5 -top <top>`` on Verilog ``sources`` (after the Yosys commands
+    ``prepare``); return {cell type: count}.
 
     Raises
     ------
@@ -100,7 +103,7 @@ def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None) ->
         work = Path(directory)
         names = copy_sources(sources, work)
         # -noflatten: each module once (the repeated units are modules of their own).
-        script = (f"{synth_script(names, top, ['-noflatten'])}; "
+        script = (f"{synth_script(names, top, ['-noflatten'], prepare)}; "
                   f"tee -q -o stat.txt stat -top {top}")
         run = subprocess.run([*yosys_command(), "-q", "-p", script], cwd=work,
                              capture_output=True, text=True)
@@ -125,7 +128,8 @@ def synth_ecp5_by_unit(source: Path, top: str, *, jobs: int = 2) -> dict[str, di
     """``synth_ecp5`` of a design too big for one Yosys run (a whole engine reaches the 4 GiB
     memory limit of the WebAssembly Yosys): ``top`` with its units as black boxes, then each
     unit as a top of its own, ``jobs`` runs at a time. Each unit is mapped alone either way
-    (:func:`synth_ecp5` keeps the hierarchy), so the figures add up to the design's.
+    (:func:`synth_ecp5` keeps the hierarchy), so the figures add up to the design's
+    (:func:`total_counts`).
 
     Returns
     -------
@@ -140,25 +144,22 @@ def synth_ecp5_by_unit(source: Path, top: str, *, jobs: int = 2) -> dict[str, di
     from concurrent.futures import ThreadPoolExecutor  # local: only this uses threads
 
     units = top_units(Path(source).read_text(), top)
+    boxes = "blackbox " + " ".join(f"\\{unit}" for unit in units)
 
     def synthesize(design: str) -> tuple[str, dict[str, int]]:
-        with tempfile.TemporaryDirectory() as directory:
-            work = Path(directory)
-            names = copy_sources([source], work)
-            script = synth_script(names, design, ["-noflatten"])
-            if design == top:
-                boxes = " ".join(f"\\{unit}" for unit in units)
-                script = script.replace("; synth_ecp5", f"; blackbox {boxes}; synth_ecp5", 1)
-            run = subprocess.run([*yosys_command(), "-q", "-p",
-                                  f"{script}; tee -q -o stat.txt stat -top {design}"],
-                                 cwd=work, capture_output=True, text=True)
-            if run.returncode != 0 or not (work / "stat.txt").exists():
-                tail = "\n".join((run.stdout + run.stderr).splitlines()[-20:])
-                raise SynthesisError(f"synth_ecp5 of {design} failed:\n{tail}")
-            return design, _cell_counts((work / "stat.txt").read_text())
+        return design, synth_ecp5([source], design, prepare=[boxes] if design == top else [])
 
     with ThreadPoolExecutor(jobs) as pool:
         return dict(pool.map(synthesize, [top, *units]))
+
+
+def total_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    """The sum of several designs' cell counts, per cell type."""
+    total: dict[str, int] = {}
+    for design in counts:
+        for cell, count in design.items():
+            total[cell] = total.get(cell, 0) + count
+    return total
 
 
 def _cell_counts(stat: str) -> dict[str, int]:

@@ -59,7 +59,8 @@ from zatile.hw.lsu import LoadStoreUnit
 from zatile.hw.regfile import RegisterFile
 from zatile.hw.register_scoreboard import RegisterScoreboard
 from zatile.hw.state_control import StateControl
-from zatile.hw.synthesis import cell_table, count_table, synth_ecp5, synth_ecp5_by_unit
+from zatile.hw.synthesis import (cell_table, count_table, synth_ecp5, synth_ecp5_by_unit,
+                                 total_counts)
 from zatile.hw.vector import VectorUnit
 from zatile.hw.vector.unit import UNITS
 from zatile.hw.verilog import TOPLEVEL
@@ -269,12 +270,8 @@ def _synthesize_by_unit(config: EngineConfig, label: str) -> list[tuple[str, dic
     started = time.monotonic()
     units = synth_ecp5_by_unit(runner.engine_verilog(config)[0], TOPLEVEL)
     seconds = time.monotonic() - started
-    total: dict[str, int] = {}
-    for counts in units.values():
-        for cell, count in counts.items():
-            total[cell] = total.get(cell, 0) + count
     return [*((f"  {name}", counts, 0.0) for name, counts in sorted(units.items())),
-            (label, total, seconds)]
+            (label, total_counts(units.values()), seconds)]
 
 
 def _fpga_units(config: EngineConfig) -> list[tuple[str, object]]:

@@ -82,14 +82,12 @@ def test_yosys_synth_ecp5_maps_the_whole_engine():
     A soak test: one Yosys run of the whole engine reaches the 4 GiB memory limit of the
     WebAssembly Yosys, so each of its units is synthesized alone (``synth_ecp5_by_unit``),
     well over half an hour of two cores here; the decoders take the longest."""
-    from zatile.hw.synthesis import synth_ecp5_by_unit  # local: only this test synthesizes
+    from zatile.hw.synthesis import (synth_ecp5_by_unit,  # local: only this test synthesizes
+                                     total_counts)
 
     verilog = engine_verilog(EngineConfig(max_svl=128))[0]
     units = synth_ecp5_by_unit(verilog, TOPLEVEL)
-    cells = {}
-    for counts in units.values():
-        for cell, count in counts.items():
-            cells[cell] = cells.get(cell, 0) + count
+    cells = total_counts(units.values())
     print(units, cells)
     # ZA (16x16 bytes, flip-flop rows with four rows per pass) and P0-P15; Z0-Z31 in two
     # memories, each read through five copies of 64 16x4-bit LUT RAMs.
