@@ -6,9 +6,9 @@ direction, and ZA 0→1 and ZERO clear any set of rows in one cycle.
 
 Mapping (docs/isa.md, "Tile mapping"): for element size E bytes, horizontal slice ``i`` of
 tile ``k`` is the row ``k + i*E``; element ``i`` of vertical slice ``j`` of tile ``k`` is bytes
-[j*E, j*E+E) of row ``k + i*E``. The storage is SVL-agnostic: callers reduce slice indices modulo the effective
-dimension and mask element enables to the effective SVL (the tile rows and columns at a smaller
-SVL are a prefix of those at MAXB).
+[j*E, j*E+E) of row ``k + i*E``. The storage is SVL-agnostic: callers reduce slice indices
+modulo the effective dimension and mask element enables to the effective SVL (the tile rows and
+columns at a smaller SVL are a prefix of those at MAXB).
 
 Two implementations, chosen by ``array_rows``:
 
@@ -251,7 +251,7 @@ class ZaStorage(ConfigComponent):
         wslice = write.slice
         write_bytes = [Value.cast(write.data).word_select(c, 8) for c in range(maxb)]
         horizontal_target = Signal(range(maxb))
-        horizontal_bytes = Signal(maxb)     # bytes of a horizontal slice that are written
+        horizontal_bytes = _slice_bytes(m, write, maxb)   # bytes of a horizontal slice written
         column_bytes = Signal(maxb)         # bytes of each row in the vertical slice's column
         with m.Switch(wslice.esize_log2):
             for log2 in ELEMENT_SIZES:
@@ -260,8 +260,6 @@ class ZaStorage(ConfigComponent):
                 with m.Case(log2):
                     m.d.comb += [
                         horizontal_target.eq(Cat(wslice.tile[:log2], wslice.index[:index_bits])),
-                        horizontal_bytes.eq(Cat(write.elements[byte >> log2]
-                                                for byte in range(maxb))),
                         column_bytes.eq(Cat(wslice.index[:index_bits] == (byte >> log2)
                                             for byte in range(maxb))),
                     ]
@@ -359,14 +357,8 @@ class ZaStorage(ConfigComponent):
             lanes = port.lanes[0]
             written[f"tile{k}"] = ((row, [row] * maxb), Value.cast(port.rows[0]), Cat(
                 port.en & ~beyond & lanes[byte >> 2] for byte in range(maxb)))
-        elements = Signal(maxb)
-        with m.Switch(self.slice_write.slice.esize_log2):
-            for log2 in ELEMENT_SIZES:
-                with m.Case(log2):
-                    m.d.comb += elements.eq(Cat(self.slice_write.elements[byte >> log2]
-                                                for byte in range(maxb)))
         written["slice"] = (slice_write, Value.cast(self.slice_write.data),
-                            Mux(self.slice_write.en, elements, 0))
+                            Mux(self.slice_write.en, _slice_bytes(m, self.slice_write, maxb), 0))
 
         # Readers: (access, the output the bytes it reads go to).
         readers = {"slice": (_slice_access(m, maxb, self.slice_read.slice, "slice_read"),
@@ -421,6 +413,16 @@ class ZaStorage(ConfigComponent):
                                       latest[Array(owner[b])[bank_address]], 0))
             m.d.comb += output(barrel_shift(m, Cat(*bank_bytes), -rotation, "rotate_left",
                                             f"{name}_read", unit=8))
+
+
+def _slice_bytes(m: Module, write, maxb: int) -> Signal:
+    """The bytes of a slice write's data that its ``elements`` enable (one bit per byte)."""
+    enabled = Signal(maxb, name="slice_write_bytes")
+    with m.Switch(write.slice.esize_log2):
+        for log2 in ELEMENT_SIZES:
+            with m.Case(log2):
+                m.d.comb += enabled.eq(Cat(write.elements[byte >> log2] for byte in range(maxb)))
+    return enabled
 
 
 def _slice_access(m: Module, maxb: int, slice_, name: str) -> tuple[Signal, list]:
