@@ -85,7 +85,7 @@ from zatile.hw.library import ModuleLibrary
 from zatile.hw.lane_fifo import LaneFifo
 from zatile.hw.load_queue import LoadQueue, index_width, load_pointer
 from zatile.hw.lsu import (MEMORY_OPS, STORE_OPS, STRUCTURE_OPS, ControlSignature,
-                           LoadStoreUnit, MemRequestLayout, MemResponseLayout)
+                           LoadStoreUnit, MemRequestLayout, MemResponseLayout, access_of)
 from zatile.hw.perf_counters import PerfCounters, PerfLayout
 from zatile.hw.regfile import P_REGISTERS, Z_REGISTERS, RegisterFile
 from zatile.hw.register_scoreboard import RegisterScoreboard
@@ -339,7 +339,8 @@ class ZaTileEngine(ConfigComponent):
                 lookup.predicate.eq(_loads_predicate(routed)),
                 lookup.pg.eq(routed_fields.pg),
                 lookup.predicated.eq(present.pg),
-                entry.word.eq(incoming.word),
+                entry.access.eq(access_of(routed)),
+                entry.pg.eq(routed_fields.pg),
                 entry.base.eq(sources[routed.slots.rn]),
                 entry.index.eq(sources[routed.slots.rm]),
                 entry.dest.eq(lookup.dest),
@@ -570,12 +571,10 @@ class ZaTileEngine(ConfigComponent):
         # (for LD2-4/ST2-4 by the structure sequencer, which the engine starts and acknowledges
         # instead), otherwise by the load queue (nothing older or younger is in flight then)
         sequencer = structure.lsu
-        m.submodules.load_decoder = load_decoder = Decoder(config, DECOUPLED_LOADS)
         starting = load_queue.start_entry
         x_uses_lsu = d_valid & is_memory
         m.d.comb += [
-            load_decoder.word.eq(starting.word),
-            registers.p_read_load.addr.eq(load_decoder.decoded.fields.pg),
+            registers.p_read_load.addr.eq(starting.pg),
             structure.decoded.eq(decoded),
             structure.svl_log2.eq(state.svl_log2),
             structure.svl_mask.eq(svl_mask),
@@ -598,7 +597,7 @@ class ZaTileEngine(ConfigComponent):
         ]
         with m.If(x_uses_lsu):
             m.d.comb += [
-                lsu.decoded.eq(decoded),
+                lsu.access.eq(access_of(decoded)),
                 lsu.base.eq(operand("rn")),
                 lsu.index.eq(operand("rm")),
                 lsu.chunk.eq(sequencer.chunk),
@@ -618,7 +617,7 @@ class ZaTileEngine(ConfigComponent):
             ]
         with m.Else():
             m.d.comb += [
-                lsu.decoded.eq(load_decoder.decoded),
+                lsu.access.eq(starting.access),
                 lsu.base.eq(starting.base),
                 lsu.index.eq(starting.index),
                 lsu.predicate.eq(registers.p_read_load.data & svl_mask),

@@ -1,8 +1,9 @@
 """The load queue: the vector and predicate loads the engine runs beside its execution queue.
 
 docs/architecture.md, "Decoupled execution". A load enters the queue when it is routed (in
-program order) with what it needs: its word, its base and index operands, its destination
-register, and the execution-queue instructions it must wait for before it starts and before it
+program order) with what it needs: its access as routing decoded it
+(:data:`~zatile.hw.lsu.AccessLayout`), its governing predicate register, its base and index
+operands, its destination register, and the execution-queue instructions it must wait for before it starts and before it
 writes its register (from :mod:`zatile.hw.register_scoreboard`). Each entry then goes through
 four steps, in queue order:
 
@@ -40,6 +41,8 @@ from amaranth.lib.wiring import In, Out
 from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
 
 from zatile.hw._common import ConfigComponent, max_bytes
+from zatile.hw.decoder import FieldsLayout
+from zatile.hw.lsu import AccessLayout
 
 __all__ = ["index_width", "completed_since", "load_pointer", "InstructionWaitLayout",
            "LoadEntryLayout", "LoadQueue"]
@@ -70,11 +73,13 @@ def InstructionWaitLayout(config: EngineConfig) -> data.StructLayout:
 
 
 def LoadEntryLayout(config: EngineConfig) -> data.StructLayout:
-    """What a load brings into the queue: its word and operands, its destination, whether it
-    has a governing predicate, and its waits (:func:`~zatile.hw.register_scoreboard.WaitLayout`)."""
+    """What a load brings into the queue: its access and operands, its destination, whether it
+    has a governing predicate and which, and its waits
+    (:func:`~zatile.hw.register_scoreboard.WaitLayout`)."""
     wait = InstructionWaitLayout(config)
-    return data.StructLayout({"word": 32, "base": 64, "index": 64, "dest": 5, "predicate": 1,
-                              "governed": 1, "start_wait": wait, "write_wait": wait})
+    return data.StructLayout({"access": AccessLayout, "base": 64, "index": 64, "dest": 5,
+                              "predicate": 1, "governed": 1, "pg": FieldsLayout["pg"].shape,
+                              "start_wait": wait, "write_wait": wait})
 
 
 class LoadQueue(ConfigComponent):

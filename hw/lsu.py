@@ -50,7 +50,7 @@ orders accesses, docs/architecture.md, "Decoupled execution").
 
 Handshake with the engine
 -------------------------
-``start`` while ``ready`` captures the access from ``decoded``, the operands, ``chunk``,
+``start`` while ``ready`` captures the access from ``access``, the operands, ``chunk``,
 ``predicate`` and ``store_data``. ``busy`` is high while an access is in flight. The oldest
 completed access raises ``done``, which stays high, with ``fault``, ``fault_address`` and
 ``load_data``, until ``ack`` (the next access completes in the cycle after an ``ack`` at the
@@ -71,10 +71,10 @@ from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.isa import Trait
 
 from zatile.hw._common import ConfigComponent, byte_mask, max_bytes, row_layout
-from zatile.hw.decoder import DecodedLayout, Op, ops_of
+from zatile.hw.decoder import DecodedLayout, FieldsLayout, FlagsLayout, Op, ops_of
 
-__all__ = ["MEMORY_OPS", "STORE_OPS", "STRUCTURE_OPS", "MAX_CHUNKS", "MemRequestLayout", "MemResponseLayout",
-           "ControlSignature", "LoadStoreUnit"]
+__all__ = ["MEMORY_OPS", "STORE_OPS", "STRUCTURE_OPS", "MAX_CHUNKS", "AccessLayout", "access_of",
+           "MemRequestLayout", "MemResponseLayout", "ControlSignature", "LoadStoreUnit"]
 
 #: Operations the unit performs: every one the table marks as a load or a store.
 MEMORY_OPS = ops_of(Trait.LOAD, Trait.STORE)
@@ -89,6 +89,29 @@ MAX_CHUNKS = 4
 #: sign-extends what it loads).
 _CONTIGUOUS_OPS = (Op.LD1_CONTIGUOUS, Op.ST1_CONTIGUOUS, Op.LDNT1_CONTIGUOUS,
                    Op.STNT1_CONTIGUOUS, Op.LD1_SIGNED)
+
+
+def _members(layout: data.StructLayout, names) -> data.StructLayout:
+    return data.StructLayout({name: layout[name].shape for name in names})
+
+
+#: What the unit reads of a decoded memory instruction: the members of :data:`DecodedLayout`
+#: of the same names, a ninth of its bits: few enough for the load queue to carry each load as
+#: routing decoded it rather than decode its word again.
+AccessLayout = data.StructLayout({
+    **{name: DecodedLayout[name].shape for name in ("op", "esize_log2", "msize_log2",
+                                                     "registers")},
+    "flags": _members(FlagsLayout, ("predicate", "scalar_offset", "signed")),
+    "fields": _members(FieldsLayout, ("off", "imm9l", "imm9h", "imm4", "imm6")),
+})
+
+
+def access_of(decoded) -> Value:
+    """The :data:`AccessLayout` part of ``decoded``, a view of :data:`DecodedLayout`."""
+    def part(view, layout):
+        return Cat(part(view[name], field.shape) if isinstance(field.shape, data.StructLayout)
+                   else Value.cast(view[name]) for name, field in layout)
+    return part(decoded, AccessLayout)
 
 
 def MemRequestLayout(width: int) -> data.StructLayout:
@@ -146,8 +169,9 @@ class LoadStoreUnit(ConfigComponent):
 
     Attributes
     ----------
-    decoded : View(DecodedLayout), in
-        The memory instruction (its ``op`` is one of :data:`MEMORY_OPS`).
+    access : View(AccessLayout), in
+        The memory instruction (its ``op`` is one of :data:`MEMORY_OPS`), :func:`access_of` its
+        decoded form.
     base, index : Signal(64), in
         The ``Xn|SP`` and ``Xm`` operands (``index`` is unused by the other address forms).
     svl_log2 : Signal(4), in
@@ -185,7 +209,7 @@ class LoadStoreUnit(ConfigComponent):
         maxb = max_bytes(config)
         width = config.mem_data_width
         super().__init__(config, {
-            "decoded": In(DecodedLayout),
+            "access": In(AccessLayout),
             "base": In(64),
             "index": In(64),
             "svl_log2": In(4),
@@ -217,7 +241,7 @@ class LoadStoreUnit(ConfigComponent):
         beat = self.beat_bytes
         beats = self.max_beats
         image_bytes = beats * beat
-        decoded, fields, op = self.decoded, self.decoded.fields, self.decoded.op
+        decoded, fields, op = self.access, self.access.fields, self.access.op
         svl_mask = self.svl_mask
 
         # ---- the access the instruction makes (combinational, captured at start)

@@ -13,7 +13,7 @@ from amaranth.lib.wiring import Out
 from amaranth.sim import Simulator
 
 from zatile.hw.decoder import DecodedLayout, Op
-from zatile.hw.lsu import LoadStoreUnit
+from zatile.hw.lsu import LoadStoreUnit, access_of
 from zatile.hw.structure import StructureAccess
 from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.isa import FORMS_BY_NAME, decode
@@ -42,7 +42,7 @@ class _Bench:
         m.submodules.structure = self.structure = StructureAccess(config)
         m.submodules.lsu = self.lsu = LoadStoreUnit(config)
         structure, lsu = self.structure, self.lsu
-        m.d.comb += [structure.decoded.eq(self.decoded), lsu.decoded.eq(self.decoded)]
+        m.d.comb += [structure.decoded.eq(self.decoded), lsu.access.eq(access_of(self.decoded))]
         for name, member in structure.lsu.signature.members.items():
             source, sink = (structure.lsu, lsu) if member.flow == Out else (lsu, structure.lsu)
             m.d.comb += getattr(sink, name).eq(getattr(source, name))
