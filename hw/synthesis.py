@@ -9,6 +9,7 @@ distinct module is synthesized once), and returns the cell counts of the whole m
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -21,8 +22,8 @@ from zatile.hw.barrel import STAGE_NAME
 from zatile.hw.decoder import KEPT_PARTS
 
 __all__ = ["ECP5_CELLS", "SynthesisError", "yowasp_command", "yosys_command", "copy_sources",
-           "synth_script", "synth_ecp5", "top_units", "synth_ecp5_by_unit", "total_counts",
-           "cell_table", "count_table"]
+           "synth_script", "synth_ecp5", "top_units", "synth_ecp5_by_unit", "merge_netlists",
+           "total_counts", "cell_table", "count_table"]
 
 #: ECP5 cell types and the names the figures are reported under.
 ECP5_CELLS = {"LUT4": "LUT4", "TRELLIS_FF": "FF", "MULT18X18D": "DSP (MULT18X18D)",
@@ -94,9 +95,10 @@ def synth_script(names: Iterable[str], top: str, options: Iterable[str] = (),
 
 
 def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None,
-               prepare: Iterable[str] = ()) -> dict[str, int]:
+               prepare: Iterable[str] = (), netlist: Path | None = None) -> dict[str, int]:
     """Run ``synth_ecp5 -top <top>`` on Verilog ``sources`` (after the Yosys commands
-    ``prepare``); return {cell type: count}.
+    ``prepare``); return {cell type: count}. With ``netlist``, write the mapped design there
+    as Yosys JSON (what nextpnr reads).
 
     Raises
     ------
@@ -108,7 +110,8 @@ def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None,
         names = copy_sources(sources, work)
         # -noflatten: each module once (the repeated units are modules of their own).
         script = (f"{synth_script(names, top, ['-noflatten'], prepare)}; "
-                  f"tee -q -o stat.txt stat -top {top}")
+                  f"tee -q -o stat.txt stat -top {top}"
+                  + ("; write_json netlist.json" if netlist is not None else ""))
         run = subprocess.run([*yosys_command(), "-q", "-p", script], cwd=work,
                              capture_output=True, text=True)
         if log is not None:
@@ -116,24 +119,30 @@ def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None,
         if run.returncode != 0 or not (work / "stat.txt").exists():
             tail = "\n".join((run.stdout + run.stderr).splitlines()[-20:])
             raise SynthesisError(f"synth_ecp5 of {top} failed:\n{tail}")
+        if netlist is not None:
+            shutil.copyfile(work / "netlist.json", netlist)
         return _cell_counts((work / "stat.txt").read_text())
 
 
 def top_units(verilog: str, top: str) -> list[str]:
     """The module names of the units ``top`` instantiates, in Verilog that Amaranth wrote (one
-    instance per line: ``<module> <instance> (``, names possibly escaped with a backslash)."""
-    start = verilog.index(f"module {top}(")
+    instance per line: ``<module> <instance> (``, names possibly escaped with a backslash:
+    a unit's module is named ``<top>.<instance>``)."""
+    start = re.search(rf"^module \\?{re.escape(top)}\s*\(", verilog, re.M).start()
     body = verilog[start:verilog.index("endmodule", start)]
     return sorted(set(re.findall(rf"^\s*\\?({re.escape(top)}\.\S+)\s+\\?\S+\s*\($",
                                  body, re.M)))
 
 
-def synth_ecp5_by_unit(source: Path, top: str, *, jobs: int = 2) -> dict[str, dict[str, int]]:
+def synth_ecp5_by_unit(sources: Iterable[Path], top: str, *, jobs: int = 2,
+                       levels: int = 1, netlist: Path | None = None) -> dict[str, dict[str, int]]:
     """``synth_ecp5`` of a design too big for one Yosys run (a whole engine reaches the 4 GiB
     memory limit of the WebAssembly Yosys): ``top`` with its units as black boxes, then each
-    unit as a top of its own, ``jobs`` runs at a time. Each unit is mapped alone either way
-    (:func:`synth_ecp5` keeps the hierarchy), so the figures add up to the design's
-    (:func:`total_counts`).
+    unit as a top of its own, ``jobs`` runs at a time. With ``levels`` above 1, a unit's own
+    units are split off the same way, to that depth (the SoC wrapper holds the engine as one
+    unit). Each unit is mapped alone either way (:func:`synth_ecp5` keeps the hierarchy), so
+    the figures add up to the design's (:func:`total_counts`), and with ``netlist`` the runs'
+    netlists merge into the design's (:func:`merge_netlists`), written there.
 
     Returns
     -------
@@ -147,14 +156,54 @@ def synth_ecp5_by_unit(source: Path, top: str, *, jobs: int = 2) -> dict[str, di
     """
     from concurrent.futures import ThreadPoolExecutor  # local: only this uses threads
 
-    units = top_units(Path(source).read_text(), top)
-    boxes = "blackbox " + " ".join(f"\\{unit}" for unit in units)
+    sources = list(sources)
+    verilog = "\n".join(Path(source).read_text() for source in sources)
+    designs: dict[str, list[str]] = {}       # design: the units it holds as black boxes
 
-    def synthesize(design: str) -> tuple[str, dict[str, int]]:
-        return design, synth_ecp5([source], design, prepare=[boxes] if design == top else [])
+    def split(design: str, level: int) -> None:
+        units = top_units(verilog, design) if level < levels else []
+        designs[design] = units
+        for unit in units:
+            split(unit, level + 1)
+
+    split(top, 0)
+
+    def synthesize(design: str) -> tuple[str, tuple[dict[str, int], dict | None]]:
+        boxes = designs[design]
+        prepare = ["blackbox " + " ".join(f"\\{unit}" for unit in boxes)] if boxes else []
+        if netlist is None:
+            return design, (synth_ecp5(sources, design, prepare=prepare), None)
+        with tempfile.TemporaryDirectory() as directory:
+            mapped = Path(directory) / "netlist.json"
+            counts = synth_ecp5(sources, design, prepare=prepare, netlist=mapped)
+            return design, (counts, json.loads(mapped.read_text()))
 
     with ThreadPoolExecutor(jobs) as pool:
-        return dict(pool.map(synthesize, [top, *units]))
+        results = dict(pool.map(synthesize, designs))
+    if netlist is not None:
+        Path(netlist).write_text(json.dumps(merge_netlists(
+            [mapped for _, mapped in results.values()], top)))
+    return {design: counts for design, (counts, _) in results.items()}
+
+
+def merge_netlists(netlists: Iterable[dict], top: str) -> dict:
+    """One Yosys JSON netlist of the modules of several (:func:`synth_ecp5_by_unit`'s runs): a
+    module defined in one and a black box in others keeps its definition, and only ``top``
+    stays marked as the top (each run marks its own)."""
+    modules: dict[str, dict] = {}
+    creator = ""
+    for netlist in netlists:
+        creator = netlist.get("creator", creator)
+        for name, module in netlist["modules"].items():
+            if name not in modules or "blackbox" in modules[name].get("attributes", {}):
+                modules[name] = module
+    for name, module in modules.items():
+        attributes = module.setdefault("attributes", {})
+        if name == top:
+            attributes["top"] = f"{1:032b}"
+        else:
+            attributes.pop("top", None)
+    return {"creator": creator, "modules": modules}
 
 
 def total_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:

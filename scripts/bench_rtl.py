@@ -28,8 +28,7 @@ Prints, per SVL:
   (:data:`FPGA_KNOBS`: I8I32 and F32F32, one tile row and 64 vector bits per cycle, queues of
   4), the area ``zatile fpga`` has to fit (about 6 minutes at SVL 128); ``--synth-engine``: the
   whole engine in that configuration, one top-level unit at a time (one Yosys run of it
-  reaches the 4 GiB memory limit of the WebAssembly Yosys), with the total (the four
-  instruction decoders take most of the time).
+  reaches the 4 GiB memory limit of the WebAssembly Yosys), with the total.
 
 Cycle figures are deterministic; seconds depend on the machine.
 
@@ -268,7 +267,7 @@ def _synthesize_by_unit(config: EngineConfig, label: str) -> list[tuple[str, dic
     """``synth_ecp5_by_unit`` of the engine: a row per top-level unit, then the total (the
     seconds are the whole run's)."""
     started = time.monotonic()
-    units = synth_ecp5_by_unit(runner.engine_verilog(config)[0], TOPLEVEL)
+    units = synth_ecp5_by_unit(runner.engine_verilog(config)[:1], TOPLEVEL)
     seconds = time.monotonic() - started
     return [*((f"  {name}", counts, 0.0) for name, counts in sorted(units.items())),
             (label, total_counts(units.values()), seconds)]

@@ -6,7 +6,10 @@ The designs (:data:`DESIGNS`): ``soc``, the SoC wrapper an FPGA system instantia
 on AXI4 and AXI4-Lite, :mod:`zatile.hw.soc`); ``engine``, the bare engine with its native ports;
 single units, each alone as its own top, to see which one takes the area or limits the clock;
 and ``axi-ram``, the on-chip AXI4 memory a board without other memory gives the engine.
-Out of context: ports are not pins, so the figures are the logic's own.
+Out of context: ports are not pins, so the figures are the logic's own. The engine and the SoC
+are too big for one Yosys run (the WebAssembly Yosys has 4 GiB): they are synthesized a unit at
+a time (:data:`UNIT_LEVELS`, :func:`~zatile.hw.synthesis.synth_ecp5_by_unit`) and placed as one
+netlist.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Callable
 from zatile.hw.place_route import DoesNotFit, place_and_route, utilisation_json
 from zatile.sw.arch.config import EngineConfig
 
-__all__ = ["DESIGNS", "REPORT_NAME", "ON_CHIP_RAM_BYTES", "place_design"]
+__all__ = ["DESIGNS", "UNIT_LEVELS", "REPORT_NAME", "ON_CHIP_RAM_BYTES", "place_design"]
 
 #: The report's file name in the output folder.
 REPORT_NAME = "zatile_fpga.json"
@@ -115,6 +118,11 @@ DESIGNS: dict[str, Callable[[EngineConfig, Path], tuple[list[Path], str]]] = {
 }
 
 
+#: How deep the designs too big for one Yosys run are split into units: the engine's units, and
+#: the SoC wrapper's units and the engine's within it.
+UNIT_LEVELS = {"engine": 1, "soc": 2}
+
+
 def place_design(config: EngineConfig, output: Path, *, design: str = "soc",
                  device: str = "LFE5U-85F", package: str = "CABGA381",
                  frequency_mhz: float = 100.0, seed: int = 1) -> dict:
@@ -146,7 +154,8 @@ def place_design(config: EngineConfig, output: Path, *, design: str = "soc",
     try:
         result = place_and_route(sources, top, device=device, package=package,
                                  frequency_mhz=frequency_mhz, seed=seed,
-                                 log=output / "nextpnr.log")
+                                 log=output / "nextpnr.log",
+                                 unit_levels=UNIT_LEVELS.get(design, 0))
     except DoesNotFit as problem:
         report.update(utilisation_json(problem.utilisation))
         _write_report(output, report, started, generated)

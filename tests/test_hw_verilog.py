@@ -86,7 +86,7 @@ def test_yosys_synth_ecp5_maps_the_whole_engine():
                                      total_counts)
 
     verilog = engine_verilog(EngineConfig(max_svl=128))[0]
-    units = synth_ecp5_by_unit(verilog, TOPLEVEL)
+    units = synth_ecp5_by_unit([verilog], TOPLEVEL)
     cells = total_counts(units.values())
     print(units, cells)
     # ZA (16x16 bytes, flip-flop rows with four rows per pass) and P0-P15; Z0-Z31 in two
