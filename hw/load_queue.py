@@ -3,9 +3,9 @@
 docs/architecture.md, "Decoupled execution". A load enters the queue when it is routed (in
 program order) with what it needs: its access as routing decoded it
 (:data:`~zatile.hw.lsu.AccessLayout`), its governing predicate register, its base and index
-operands, its destination register, and the execution-queue instructions it must wait for before it starts and before it
-writes its register (from :mod:`zatile.hw.register_scoreboard`). Each entry then goes through
-four steps, in queue order:
+operands, its destination register, and the execution-queue instructions it must wait for
+before it starts and before it writes its register (from :mod:`zatile.hw.register_scoreboard`).
+Each entry then goes through four steps, in queue order:
 
 ``start``
     The entry at the start pointer may start in the load/store unit once the instruction its
