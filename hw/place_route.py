@@ -50,11 +50,15 @@ class DoesNotFit(PlaceRouteError):
     ----------
     utilisation : dict
         ``{cell type: (used, available)}`` as nextpnr counted them before giving up.
+    units : dict
+        As :attr:`PlaceRouteReport.units`.
     """
 
-    def __init__(self, message: str, utilisation: dict[str, tuple[int, int]]):
+    def __init__(self, message: str, utilisation: dict[str, tuple[int, int]],
+                 units: dict[str, dict[str, int]]):
         super().__init__(message)
         self.utilisation = utilisation
+        self.units = units
 
 
 @dataclass(frozen=True)
@@ -68,12 +72,17 @@ class PlaceRouteReport:
         ``{cell type: (used, available)}`` for every cell type nextpnr lists.
     fmax : dict
         ``{clock: (achieved MHz, constraint MHz)}``.
+    units : dict
+        For a design synthesized a unit at a time, what synthesis mapped each unit to:
+        ``{module: {cell type: count}}`` (the top's own logic under the top's name); empty
+        otherwise.
     """
 
     device: str
     package: str
     utilisation: dict[str, tuple[int, int]]
     fmax: dict[str, tuple[float, float]]
+    units: dict[str, dict[str, int]]
 
     @property
     def timing_met(self) -> bool:
@@ -81,7 +90,7 @@ class PlaceRouteReport:
 
     def to_json_dict(self) -> dict:
         return {"device": self.device, "package": self.package,
-                **utilisation_json(self.utilisation),
+                **utilisation_json(self.utilisation, self.units),
                 "fmax_mhz": {clock: round(achieved, 2)
                              for clock, (achieved, _) in self.fmax.items()},
                 "constraint_mhz": {clock: constraint
@@ -89,13 +98,16 @@ class PlaceRouteReport:
                 "timing_met": self.timing_met}
 
 
-def utilisation_json(utilisation: dict[str, tuple[int, int]]) -> dict:
-    """``fits``, the headline cell counts (``LUT4``, ``FF``, ``MULT18X18D``, ``DP16KD``) and
-    every cell type's used and available counts, for a report."""
+def utilisation_json(utilisation: dict[str, tuple[int, int]],
+                     units: dict[str, dict[str, int]]) -> dict:
+    """``fits``, the headline cell counts (``LUT4``, ``FF``, ``MULT18X18D``, ``DP16KD``),
+    every cell type's used and available counts, and the synthesized units' cells (``units``
+    of :class:`PlaceRouteReport`, when there are any) for a report."""
     return {"fits": all(used <= available for used, available in utilisation.values()),
             **{name: utilisation.get(cell, (0, 0))[0] for cell, name in HEADLINE_CELLS.items()},
             "utilisation": {cell: {"used": used, "available": available}
-                            for cell, (used, available) in utilisation.items()}}
+                            for cell, (used, available) in utilisation.items()},
+            **({"units": units} if units else {})}
 
 
 def nextpnr_command() -> list[str]:
@@ -136,8 +148,10 @@ def place_and_route(sources: Iterable[Path], top: str, *, device: str = "LFE5U-8
         raise ValueError(f"unknown ECP5 device {device!r} (known: {', '.join(ECP5_DEVICES)})")
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
+        units = {}
         if unit_levels:
-            synth_ecp5_by_unit(sources, top, levels=unit_levels, netlist=work / "netlist.json")
+            units = synth_ecp5_by_unit(sources, top, levels=unit_levels,
+                                       netlist=work / "netlist.json")
         else:
             _synthesize(sources, top, work)
         run = subprocess.run(
@@ -153,14 +167,15 @@ def place_and_route(sources: Iterable[Path], top: str, *, device: str = "LFE5U-8
         over = [f"{HEADLINE_CELLS.get(cell, cell)} {used:,} of {available:,}"
                 for cell, (used, available) in utilisation.items() if used > available]
         if over:
-            raise DoesNotFit(f"{top} does not fit {device}: {', '.join(over)}", utilisation)
+            raise DoesNotFit(f"{top} does not fit {device}: {', '.join(over)}", utilisation,
+                             units)
         if run.returncode != 0 or not (work / "report.json").exists():
             tail = "\n".join(output.splitlines()[-12:])
             raise PlaceRouteError(f"nextpnr-ecp5 failed on {top} for {device} {package}:\n{tail}")
         report = json.loads((work / "report.json").read_text())
     fmax = {clock: (float(figures["achieved"]), float(figures["constraint"]))
             for clock, figures in report.get("fmax", {}).items()}
-    return PlaceRouteReport(device, package, utilisation, fmax)
+    return PlaceRouteReport(device, package, utilisation, fmax, units)
 
 
 def _synthesize(sources: Iterable[Path], top: str, work: Path) -> None:

