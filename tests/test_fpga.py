@@ -1,7 +1,7 @@
 """``zatile fpga`` (sw/fpga.py): a design synthesized, placed and routed on an ECP5 with the
 pip-installed Yosys and nextpnr, and the report it writes. The default suite places units small
-enough to take seconds; the whole SoC wrapper is a soak test (synthesis alone takes most of an
-hour)."""
+enough to take seconds; the whole SoC wrapper is a soak test (synthesized a unit at a time, it
+takes most of an hour)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,8 @@ def test_the_fpga_configuration_of_the_soc_wrapper(tmp_path, capsys):
             if counts["used"] > counts["available"]]
     assert report["fits"] == (not over) and status == (0 if report["fits"] else 1)
     assert report["LUT4"] > 10_000 and report["MULT18X18D"] >= 16
+    # Synthesized a unit at a time: the SoC's units and the engine's, whose multipliers are
+    # every one placed.
+    units = report["units"]
+    assert "zatile_soc.engine" in units and "zatile_soc.engine.vector" in units
+    assert sum(cells.get("MULT18X18D", 0) for cells in units.values()) == report["MULT18X18D"]
