@@ -124,11 +124,13 @@ def bench_model(svl: int, workload: str, instructions: int) -> dict:
             "instructions_per_second": executed / seconds}
 
 
-def rtl_workloads() -> tuple[str, ...]:
-    """The RTL workloads (:data:`zatile.tb.bench.WORKLOADS`)."""
-    from zatile.tb.bench import WORKLOADS  # local: keeps `zatile --help` fast
+def rtl_workloads(config: EngineConfig | None = None) -> tuple[str, ...]:
+    """The RTL workloads (:data:`zatile.tb.bench.WORKLOADS`); with ``config``, those whose
+    instructions it has the features of."""
+    from zatile.tb.bench import WORKLOADS, workload_features  # local: keeps `zatile --help` fast
 
-    return WORKLOADS
+    return tuple(name for name in WORKLOADS
+                 if config is None or workload_features(name) <= config.features)
 
 
 def _derived(name: str, raw: dict) -> dict:
@@ -155,14 +157,19 @@ def bench_rtl(config: EngineConfig, workloads, simulator: str = "verilator") -> 
     Raises
     ------
     ValueError
-        For an unknown workload.
+        For an unknown workload, or one that needs a feature ``config`` leaves out.
     """
     from zatile.tb import runner  # local: keeps `zatile --help` fast
+    from zatile.tb.bench import workload_features  # local: keeps `zatile --help` fast
 
     known = rtl_workloads()
     for name in workloads:
         if name not in known:
             raise ValueError(f"unknown RTL workload {name!r}; choose from {', '.join(known)}")
+        missing = sorted(workload_features(name) - config.features)
+        if missing:
+            raise ValueError(f"RTL workload {name!r} needs {', '.join(missing)}, which the "
+                             f"configuration leaves out")
     build = runner.build_engine(config, simulator)
     with tempfile.TemporaryDirectory() as directory:
         output = Path(directory) / "bench.json"

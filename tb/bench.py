@@ -50,7 +50,7 @@ from zatile.tb.implemented import rtl_weights
 from zatile.sim.state import Memory
 from zatile.sw.arch.asm import assemble_line
 from zatile.tb.engine import CLOCK_NS, EngineBench, smcr_len_for
-from zatile.sw.arch.isa import operand_values
+from zatile.sw.arch.isa import decode, operand_values
 from zatile.tb.issue import ScalarFile
 from zatile.sw.arch.config import EngineConfig
 
@@ -145,6 +145,30 @@ def _gemm(kind: str, svl_bytes: int) -> list[tuple[int, tuple]]:
     return stream
 
 
+def _fixed_stream(name: str, svl_bytes: int) -> list[tuple[int, tuple]] | None:
+    """The instruction stream of a workload that is the same every run (all but ``mixed`` and
+    ``free_running``: None)."""
+    if name.startswith("mopa_"):
+        return _mopas(name.rsplit("_", 1)[1], rotate=name.startswith("mopa_rotating"))
+    if name.startswith("slice_"):
+        return _slices(store="stores" in name, offset=4 if "unaligned" in name else 0,
+                       svl_bytes=svl_bytes)
+    if name.startswith("gemm_"):
+        return _gemm(name.split("_", 1)[1], svl_bytes)
+    if name.startswith("vector_"):
+        return _vectors(name.split("_", 1)[1])
+    return None
+
+
+def workload_features(name: str) -> frozenset[str]:
+    """The optional features (``EngineConfig.features``) the instructions of workload ``name``
+    need: on an engine without them its outer products are UNDEF and its figure says nothing.
+    ``mixed`` draws from every form and needs none (the forms it has not are UNDEF there too)."""
+    stream = _fixed_stream(name, 16) or []
+    return frozenset(feature for feature in (decode(word).form.feature for word, _ in stream)
+                     if feature is not None)
+
+
 async def _measure(bench: EngineBench, stream: list[tuple[int, tuple]]) -> dict:
     before, requests = await bench.read_perf(), bench.memory.requests
     started = time.monotonic()
@@ -175,22 +199,14 @@ async def workloads(dut) -> None:
         assert result.status == "OK", text
     results = {}
     for name in settings["workloads"]:
-        if name.startswith("mopa_"):
-            stream = _mopas(name.rsplit("_", 1)[1], rotate=name.startswith("mopa_rotating"))
-        elif name.startswith("slice_"):
-            stream = _slices(store="stores" in name, offset=4 if "unaligned" in name else 0,
-                             svl_bytes=svl_bytes)
-        elif name.startswith("gemm_"):
-            stream = _gemm(name.split("_", 1)[1], svl_bytes)
-        elif name.startswith("vector_"):
-            stream = _vectors(name.split("_", 1)[1])
-        elif name == "free_running":
+        stream = _fixed_stream(name, svl_bytes)
+        if name == "free_running":
             started = time.monotonic()
             await Timer(20_000 * CLOCK_NS, "ns")     # no Python per cycle
             results[name] = {"cycles": 20_000, "wall_seconds": time.monotonic() - started,
                              "instructions": 0}
             continue
-        elif name == "mixed":
+        if name == "mixed":
             program = generate_program(rng, svl, 2000, weights=rtl_weights())
             initial = program.initial
             host = ScalarFile(initial.x, initial.sp, initial.fpsr, initial.nzcv)
@@ -199,7 +215,7 @@ async def workloads(dut) -> None:
             stream = [(assemble_line(line), None) for line in program.text.splitlines()
                       if line.strip()]
             stream = [(word, host.sources(word)) for word, _ in stream]
-        else:
+        elif stream is None:
             raise ValueError(f"unknown workload {name!r}")
         results[name] = await _measure(bench, stream)
         results[name]["instructions"] = len(stream)

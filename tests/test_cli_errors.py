@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from zatile.sim.state import ArchState, Memory
 from zatile.sw import cli
+from zatile.sw.arch.config import EngineConfig
 from zatile.sw.cli import main
 from zatile.sw.cli.hardware import _config
 from tests.conftest import need_tool
@@ -113,6 +114,13 @@ def _mistakes(folder: Path) -> dict[str, list[str]]:
         "bench zero instructions": ["bench", "--instructions", "0"],
         "bench unknown backend": ["bench", "--backend", "qemu"],
         "bench no workloads": ["bench", "--workloads", ","],
+        "bench an area option on the model": ["bench", "--svl", "128", "--lanes", "1"],
+        "bench an area option for gemm": ["bench", "gemm", "--backend", "rtl", "--svl", "128",
+                                          "--queue-depth", "4"],
+        "bench too many lanes": ["bench", "--backend", "rtl", "--svl", "128", "--lanes", "8"],
+        "bench a workload without its feature": ["bench", "--backend", "rtl", "--svl", "128",
+                                                 "--features", "I8I32", "--workloads",
+                                                 "gemm_fp32"],
         # demo / verilog
         "demo unknown backend": ["demo", "--backend", "fpga"],
         "verilog no svl": ["verilog", "-o", str(folder / "v")],
@@ -316,3 +324,25 @@ def test_the_area_options_make_the_configuration():
     default = _config(cli._parser().parse_args(["verilog", "--svl", "256", "-o", "unused"]))
     assert (default.array_rows, default.vector_bits_per_cycle, default.queue_depth) == (8, 256,
                                                                                         16)
+
+
+def test_bench_runs_the_rtl_workloads_its_options_configure(monkeypatch, capsys):
+    """--features, --lanes, --vector-bits and --queue-depth build the engine ``zatile bench``
+    measures; the default workloads leave out those whose features it has not."""
+    from zatile.sw import bench  # local: only this test replaces the RTL run
+
+    runs = []
+
+    def run(config, workloads):
+        runs.append((config, workloads))
+        return {name: {"cycles_per_second": 1.0} for name in workloads}
+
+    monkeypatch.setattr(bench, "bench_rtl", run)
+    assert main(["bench", "--backend", "rtl", "--svl", "128", "--features", "I8I32,F32F32",
+                     "--lanes", "1", "--vector-bits", "64", "--queue-depth", "4"]) == 0
+    [(config, workloads)] = runs
+    assert config == EngineConfig(max_svl=128, features=frozenset({"I8I32", "F32F32"}),
+                                  array_rows=1, vector_bits_per_cycle=64, queue_depth=4)
+    assert {"gemm_fp32", "gemm_int8", "mopa_rotating_int", "mixed"} <= set(workloads)
+    assert "gemm_bf16" not in workloads
+    assert "gemm_bf16" not in capsys.readouterr().out

@@ -7,7 +7,8 @@ import argparse
 import json
 
 from zatile.sw.cli.common import (
-    CliError, add_command, output_path, positive_count, print_json, svl_list,
+    CliError, add_command, add_engine_options, engine_options, output_path, positive_count,
+    print_json, svl_list,
 )
 
 __all__ = ["register"]
@@ -97,6 +98,10 @@ def _cmd_bench(args) -> int:
     from zatile.sw import bench  # local: keeps `zatile --help` fast
     from zatile.sw.arch.config import EngineConfig  # local: keeps `zatile --help` fast
 
+    knobs = engine_options(args)
+    if knobs and (args.what == "gemm" or args.backend == "model"):
+        raise CliError("--features, --lanes, --vector-bits and --queue-depth belong to the RTL "
+                       "workloads ('zatile bench --backend rtl')")
     if args.what == "gemm":
         return _cmd_gemm(args)
     if args.dtype or args.size or args.plot:
@@ -109,9 +114,10 @@ def _cmd_bench(args) -> int:
                 results[svl] = {name: bench.bench_model(svl, name, args.instructions)
                                 for name in workloads}
             else:
-                workloads = args.workloads or list(bench.rtl_workloads())
-                results[svl] = bench.bench_rtl(EngineConfig(max_svl=svl), workloads)
-    except ValueError as error:           # an unknown workload, in the benchmark's own words
+                config = EngineConfig(max_svl=svl, **knobs)
+                workloads = args.workloads or list(bench.rtl_workloads(config))
+                results[svl] = bench.bench_rtl(config, workloads)
+    except ValueError as error:   # a bad configuration or workload, in their own words
         raise CliError(str(error)) from None
     if args.json:
         print_json({"backend": args.backend,
@@ -136,10 +142,12 @@ def register(commands) -> None:
                        help="SVLs to measure at (default 128,256,512)")
     bench.add_argument("--workloads", type=_workload_list, metavar="NAME,...",
                        help="workloads to run (default: all of the backend's: model mopa,ldst; "
-                            "rtl mopa_rotating_int, ..., free_running)")
+                            "rtl mopa_rotating_int, ..., free_running, those the features "
+                            "allow)")
     bench.add_argument("--instructions", type=positive_count, default=20_000,
                        help="model: instructions per measurement (default 20000)")
     bench.add_argument("--json", action="store_true", help="print the figures as JSON")
+    add_engine_options(bench)
     bench.add_argument("what", nargs="?", choices=("gemm",),
                        help="gemm: one GEMM of the kernel library (zatile.sw.ops.matmul); the "
                             "engine's utilization on the RTL")

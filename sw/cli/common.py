@@ -173,6 +173,40 @@ def svl_list(text: str) -> list[int]:
     return values
 
 
+#: The ``EngineConfig`` argument of each option :func:`add_engine_options` adds.
+_ENGINE_OPTIONS = {"features": "features", "lanes": "array_rows",
+                   "vector_bits": "vector_bits_per_cycle", "queue_depth": "queue_depth"}
+
+
+def add_engine_options(command) -> None:
+    """``--features``, ``--lanes``, ``--vector-bits`` and ``--queue-depth``: the features an
+    engine has, and the area it spends on them (:class:`~zatile.sw.arch.config.EngineConfig`)."""
+    command.add_argument("--features", help="comma-separated subset (default: all)")
+    command.add_argument("--lanes", type=positive_count, metavar="N",
+                         help="tile rows each outer-product array computes per cycle: a power "
+                              "of two up to SVL/32 (default SVL/32, one outer product per "
+                              "cycle); fewer take less area and more cycles")
+    command.add_argument("--vector-bits", type=positive_count, metavar="BITS",
+                         help="bits of a vector the vector ALU, shifter and FP compare make per "
+                              "cycle: a power of two from 64 to SVL (default SVL); fewer take "
+                              "less area and more cycles")
+    command.add_argument("--queue-depth", type=positive_count, metavar="N",
+                         help="instructions each of the engine's two queues holds: a power of "
+                              "two from 2 to 64 (default 16); fewer take less area and overlap "
+                              "less memory traffic with execution")
+
+
+def engine_options(args) -> dict:
+    """The ``EngineConfig`` arguments the options of :func:`add_engine_options` give (those
+    left out take the configuration's defaults)."""
+    chosen = {argument: getattr(args, option) for option, argument in _ENGINE_OPTIONS.items()
+              if getattr(args, option) is not None}
+    if "features" in chosen:
+        chosen["features"] = frozenset(part.strip().upper()
+                                       for part in chosen["features"].split(",") if part.strip())
+    return chosen
+
+
 def backend_list(text: str) -> list[str]:
     """A comma-separated list of two or more distinct backend names."""
     from zatile.sw.backends import BACKENDS   # local: keeps `zatile --help` fast

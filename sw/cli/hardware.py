@@ -7,9 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from zatile.sw.arch.config import FEATURES, EngineConfig
-from zatile.sw.cli.common import (CliError, add_command, error_line, positive_count, svl,
-                                  svl_list, za_contexts)
+from zatile.sw.arch.config import EngineConfig
+from zatile.sw.cli.common import (CliError, add_command, add_engine_options, engine_options,
+                                  error_line, positive_count, svl, svl_list, za_contexts)
 
 __all__ = ["register"]
 
@@ -53,14 +53,10 @@ def _output_folder(args, purpose: str, names: list[str]) -> Path:
 
 def _config(args) -> EngineConfig:
     """The engine configuration the options of :func:`_add_config_options` describe."""
-    features = FEATURES if args.features is None else tuple(
-        f.strip().upper() for f in args.features.split(",") if f.strip())
     try:
         return EngineConfig(max_svl=args.svl, supported_svls=args.supported_svls,
-                            features=frozenset(features), mem_data_width=args.mem_width,
-                            za_contexts=args.za_contexts, array_rows=args.lanes,
-                            vector_bits_per_cycle=args.vector_bits,
-                            queue_depth=args.queue_depth)
+                            mem_data_width=args.mem_width, za_contexts=args.za_contexts,
+                            **engine_options(args))
     except ValueError as error:
         raise CliError(str(error)) from None
 
@@ -69,23 +65,11 @@ def _add_config_options(command) -> None:
     command.add_argument("--svl", type=svl, required=True, help="largest SVL in bits")
     command.add_argument("--supported-svls", type=svl_list, metavar="BITS,...",
                          help="every supported SVL (default: all powers of two up to --svl)")
-    command.add_argument("--features", help="comma-separated subset (default: all)")
+    add_engine_options(command)
     command.add_argument("--mem-width", type=positive_count, metavar="BITS",
                          help="memory data width (default: --svl, one slice per beat)")
     command.add_argument("--za-contexts", type=za_contexts, default=1, metavar="N",
                          help="physical ZA contexts (default 1)")
-    command.add_argument("--lanes", type=positive_count, metavar="N",
-                         help="tile rows each outer-product array computes per cycle: a power "
-                              "of two up to SVL/32 (default SVL/32, one outer product per "
-                              "cycle); fewer take less area and more cycles")
-    command.add_argument("--vector-bits", type=positive_count, metavar="BITS",
-                         help="bits of a vector the vector ALU, shifter and FP compare make per "
-                              "cycle: a power of two from 64 to SVL (default SVL); fewer take "
-                              "less area and more cycles")
-    command.add_argument("--queue-depth", type=positive_count, default=16, metavar="N",
-                         help="instructions each of the engine's two queues holds: a power of "
-                              "two from 2 to 64 (default 16); fewer take less area and overlap "
-                              "less memory traffic with execution")
 
 
 def _cmd_fpga(args) -> int:
