@@ -328,14 +328,17 @@ def test_the_area_options_make_the_configuration():
 
 def test_bench_runs_the_rtl_workloads_its_options_configure(monkeypatch, capsys):
     """--features, --lanes, --vector-bits and --queue-depth build the engine ``zatile bench``
-    measures; the default workloads leave out those whose features it has not."""
+    measures; the default workloads leave out those whose features it has not, and each
+    workload's figure is printed."""
     from zatile.sw import bench  # local: only this test replaces the RTL run
 
     runs = []
+    raw = {"cycles": 400, "busy_cycles": 40, "retired_mopa": 10, "instructions": 20,
+           "memory_requests": 5, "wall_seconds": 2.0}
 
     def run(config, workloads):
         runs.append((config, workloads))
-        return {name: {"cycles_per_second": 1.0} for name in workloads}
+        return {name: {**raw, **bench._derived(name, raw)} for name in workloads}
 
     monkeypatch.setattr(bench, "bench_rtl", run)
     assert main(["bench", "--backend", "rtl", "--svl", "128", "--features", "I8I32,F32F32",
@@ -345,4 +348,7 @@ def test_bench_runs_the_rtl_workloads_its_options_configure(monkeypatch, capsys)
                                   array_rows=1, vector_bits_per_cycle=64, queue_depth=4)
     assert {"gemm_fp32", "gemm_int8", "mopa_rotating_int", "mixed"} <= set(workloads)
     assert "gemm_bf16" not in workloads
-    assert "gemm_bf16" not in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "rtl at SVL 128:" and len(lines) == 1 + len(workloads)
+    assert "  gemm_int8              0.250 outer products/cycle (10 in 40 busy cycles)" in lines
+    assert "  vector_int             0.500 instructions/cycle (20 in 40 busy cycles)" in lines

@@ -26,6 +26,9 @@ def _rtl_line(name: str, figures: dict) -> str:
     if "outer_products_per_cycle" in figures:
         return (f"{figures['outer_products_per_cycle']:.3f} outer products/cycle "
                 f"({figures['retired_mopa']} in {figures['busy_cycles']} busy cycles)")
+    if "instructions_per_cycle" in figures:
+        return (f"{figures['instructions_per_cycle']:.3f} instructions/cycle "
+                f"({figures['instructions']} in {figures['busy_cycles']} busy cycles)")
     if "slices_per_beat" in figures:
         return (f"{figures['slices_per_beat']:.2f} slices/beat, "
                 f"{figures['cycles_per_slice']:.2f} cycles/slice")
