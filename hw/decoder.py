@@ -25,8 +25,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
-from amaranth.lib import data
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 

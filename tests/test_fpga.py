@@ -68,5 +68,6 @@ def test_the_fpga_configuration_of_the_soc_wrapper(tmp_path, capsys):
     # Synthesized a unit at a time: the SoC's units and the engine's, whose multipliers are
     # every one placed.
     units = report["units"]
-    assert "zatile_soc.engine" in units and "zatile_soc.engine.vector" in units
+    assert "zatile_soc.engine" in units
+    assert any(unit.startswith("zatile_soc.engine.vector") for unit in units)
     assert sum(cells.get("MULT18X18D", 0) for cells in units.values()) == report["MULT18X18D"]
