@@ -163,7 +163,8 @@ def _fixed_stream(name: str, svl_bytes: int) -> list[tuple[int, tuple]] | None:
 def workload_features(name: str) -> frozenset[str]:
     """The optional features (``EngineConfig.features``) the instructions of workload ``name``
     need: on an engine without them its outer products are UNDEF and its figure says nothing.
-    ``mixed`` draws from every form and needs none (the forms it has not are UNDEF there too)."""
+    ``mixed`` draws from every form and needs none: on an engine without a feature, the
+    forms that need it are UNDEF, which is part of its mix."""
     stream = _fixed_stream(name, 16) or []
     return frozenset(feature for feature in (decode(word).form.feature for word, _ in stream)
                      if feature is not None)
