@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from zatile.hw.synthesis import (SynthesisError, copy_sources, synth_ecp5_by_unit, synth_script,
-                                  yosys_command, yowasp_command)
+from zatile.hw.synthesis import synth_ecp5, synth_ecp5_by_unit, yowasp_command
 
 __all__ = ["ECP5_DEVICES", "PlaceRouteError", "DoesNotFit", "PlaceRouteReport",
            "utilisation_json", "nextpnr_command", "place_and_route"]
@@ -128,8 +127,8 @@ def place_and_route(sources: Iterable[Path], top: str, *, device: str = "LFE5U-8
     """Synthesize Verilog ``sources`` with ``top`` as the top module and place and route it
     out of context (its ports are not pins) on ``device`` in ``package``.
 
-    Synthesis is one Yosys run of the design, flattened but for the modules
-    :func:`~zatile.hw.synthesis.synth_script` keeps. With ``unit_levels`` above 0 it is
+    Synthesis is one Yosys run of the design, flattened
+    (:func:`~zatile.hw.synthesis.synth_ecp5`). With ``unit_levels`` above 0 it is
     :func:`~zatile.hw.synthesis.synth_ecp5_by_unit` to that depth instead, for a design too
     big for one run (a whole engine): each unit mapped alone, nothing optimized across them.
 
@@ -148,12 +147,12 @@ def place_and_route(sources: Iterable[Path], top: str, *, device: str = "LFE5U-8
         raise ValueError(f"unknown ECP5 device {device!r} (known: {', '.join(ECP5_DEVICES)})")
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
+        netlist = work / "netlist.json"
         units = {}
         if unit_levels:
-            units = synth_ecp5_by_unit(sources, top, levels=unit_levels,
-                                       netlist=work / "netlist.json")
+            units = synth_ecp5_by_unit(sources, top, levels=unit_levels, netlist=netlist)
         else:
-            _synthesize(sources, top, work)
+            synth_ecp5(sources, top, netlist=netlist, flatten=True)
         run = subprocess.run(
             [*nextpnr_command(), ECP5_DEVICES[device], "--package", package,
              "--json", "netlist.json", "--freq", f"{frequency_mhz:g}", "--seed", str(seed),
@@ -177,13 +176,3 @@ def place_and_route(sources: Iterable[Path], top: str, *, device: str = "LFE5U-8
             for clock, figures in report.get("fmax", {}).items()}
     return PlaceRouteReport(device, package, utilisation, fmax, units)
 
-
-def _synthesize(sources: Iterable[Path], top: str, work: Path) -> None:
-    """One Yosys run: the design's netlist as ``work/netlist.json``."""
-    names = copy_sources(sources, work)
-    synthesis = subprocess.run(
-        [*yosys_command(), "-q", "-p", synth_script(names, top) + "; write_json netlist.json"],
-        cwd=work, capture_output=True, text=True)
-    if synthesis.returncode != 0 or not (work / "netlist.json").exists():
-        tail = "\n".join((synthesis.stdout + synthesis.stderr).splitlines()[-20:])
-        raise SynthesisError(f"synth_ecp5 of {top} failed:\n{tail}")

@@ -95,10 +95,15 @@ def synth_script(names: Iterable[str], top: str, options: Iterable[str] = (),
 
 
 def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None,
-               prepare: Iterable[str] = (), netlist: Path | None = None) -> dict[str, int]:
+               prepare: Iterable[str] = (), netlist: Path | None = None,
+               flatten: bool = False) -> dict[str, int]:
     """Run ``synth_ecp5 -top <top>`` on Verilog ``sources`` (after the Yosys commands
     ``prepare``); return {cell type: count}. With ``netlist``, write the mapped design there
     as Yosys JSON (what nextpnr reads).
+
+    The hierarchy is kept, each module mapped once (the repeated units are modules of their
+    own), unless ``flatten``: then the design is mapped as one, optimized across its units,
+    but for the modules :func:`synth_script` keeps.
 
     Raises
     ------
@@ -108,8 +113,8 @@ def synth_ecp5(sources: Iterable[Path], top: str, *, log: Path | None = None,
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
         names = copy_sources(sources, work)
-        # -noflatten: each module once (the repeated units are modules of their own).
-        script = (f"{synth_script(names, top, ['-noflatten'], prepare)}; "
+        options = [] if flatten else ["-noflatten"]
+        script = (f"{synth_script(names, top, options, prepare)}; "
                   f"tee -q -o stat.txt stat -top {top}"
                   + ("; write_json netlist.json" if netlist is not None else ""))
         run = subprocess.run([*yosys_command(), "-q", "-p", script], cwd=work,
