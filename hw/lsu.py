@@ -96,8 +96,8 @@ def _members(layout: data.StructLayout, names) -> data.StructLayout:
 
 
 #: What the unit reads of a decoded memory instruction: the members of :data:`DecodedLayout`
-#: of the same names, a ninth of its bits: few enough for the load queue to carry each load as
-#: routing decoded it rather than decode its word again.
+#: of the same names, under an eighth of its bits: few enough for the load queue to carry each
+#: load as routing decoded it rather than decode its word again.
 AccessLayout = data.StructLayout({
     **{name: DecodedLayout[name].shape for name in ("op", "esize_log2", "msize_log2",
                                                      "registers")},

@@ -17,8 +17,8 @@ Prints, per SVL:
 * Verilator build time (``--build-times``: cold builds into a scratch cache, Verilog
   generation included);
 * ECP5 resources (``--synth``): Yosys ``synth_ecp5`` of the whole engine with every feature at
-  each SVL, one top-level unit at a time (:mod:`hw.synthesis`; over half an hour at SVL 128);
-  ``--synth-vector``: the vector unit alone, the area it adds to the engine; ``--synth-queues``: the structures of the
+  each SVL, one top-level unit at a time (:mod:`hw.synthesis`); ``--synth-vector``: the vector
+  unit alone, the area it adds to the engine; ``--synth-queues``: the structures of the
   decoupled engine (load queue with its load buffers, scoreboard, execution, order and result
   queues), each alone; ``--synth-za-contexts``: the units that hold the ZA contexts (ZA storage,
   state control with a PSTATE.ZA per context) alone with 1, 2 and 4 contexts, and the area each

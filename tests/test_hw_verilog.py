@@ -81,7 +81,7 @@ def test_yosys_synth_ecp5_maps_the_whole_engine():
 
     A soak test: one Yosys run of the whole engine reaches the 4 GiB memory limit of the
     WebAssembly Yosys, so each of its units is synthesized alone (``synth_ecp5_by_unit``),
-    well over half an hour of two cores here; the decoders take the longest."""
+    two runs at a time; the vector unit takes the longest."""
     from zatile.hw.synthesis import (synth_ecp5_by_unit,  # local: only this test synthesizes
                                      total_counts)
 
