@@ -15,18 +15,25 @@ for a wide compare) or the immediate the form carries (``#imm8{, lsl #8}``, ``#i
 ``#imm7``, or a logical immediate, ``DecodeBitMasks`` of ``N:immr:imms``); ``reversed`` swaps
 them. A predicated (``Pg``) integer form writes only its active elements (merging); a compare
 writes every element of its predicate, inactive ones as 0 (zeroing).
+
+Every element size shares one datapath (``_elements``): an adder partitioned at the element
+boundaries makes every element's ``a ± b`` at once, and each element's order, equality and
+saturation come from its sum, its carry out and the operands' sign bits. A wide compare
+subtracts the low bits of the lane's 64-bit element when that element fits them, and orders the
+operands by its sign when it does not. The bitwise operations, DUPM, max and min take each result
+bit from a truth table of the operands' bits. One PredTest makes the flags that any operation sets.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data
 
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
                                      chunk_part, chunk_registers, chunk_steps, element_starts,
-                                     extend, predicate_test, saturate)
+                                     extend, predicate_test)
 
 __all__ = ["VectorAlu"]
 
@@ -42,7 +49,14 @@ _ELEMENT_OPS = {
     Op.INT_SQSUB: (True, True, True, "sq"), Op.INT_UQSUB: (False, False, True, "uq"),
     Op.INT_SUQADD: (True, False, False, "sq"), Op.INT_USQADD: (False, True, False, "uq"),
 }
-_KINDS = ("wrap", "sq", "uq", "max", "min", "abd")
+#: Truth tables of a result bit from the operands' bits ``first`` and ``second`` (the table's
+#: bit ``2 * second + first``): the first operand's bit, the second's.
+_FIRST_BIT, _SECOND_BIT = 0b1010, 0b1100
+#: Bitwise operations and DUPM (whose second operand is its immediate): op -> truth table.
+_BITWISE_TABLES = {Op.INT_AND: 0b1000, Op.INT_ORR: 0b1110, Op.INT_EOR: 0b0110,
+                   Op.INT_BIC: 0b0010, Op.INT_DUPM: _SECOND_BIT}
+#: Result kinds: those of the element operations, and ``logic`` (a bitwise operation's table).
+_KINDS = ("wrap", "sq", "uq", "max", "min", "abd", "logic")
 _BITWISE_OPS = (Op.INT_AND, Op.INT_ORR, Op.INT_EOR, Op.INT_BIC)
 _PREDICATE_OPS = (Op.PRED_LOGIC, Op.PRED_LOGIC_FLAGS, Op.PTEST)
 
@@ -51,6 +65,11 @@ _LOGIC = CHOICES["logic"]
 _SECOND = CHOICES["second"]
 #: Compare conditions whose operands are unsigned.
 _UNSIGNED_CONDITIONS = ("HS", "HI", "LO", "LS")
+#: Compare conditions: condition -> (true when the first operand is less, equal, greater).
+_CONDITION_TRUTHS = {
+    "EQ": (0, 1, 0), "NE": (1, 0, 1), "GE": (0, 1, 1), "GT": (0, 0, 1), "LT": (1, 0, 0),
+    "LE": (1, 1, 0), "HS": (0, 1, 1), "HI": (0, 0, 1), "LO": (1, 0, 0), "LS": (1, 1, 0),
+}
 
 
 class VectorAlu(VectorExecutionUnit):
@@ -111,51 +130,59 @@ class VectorAlu(VectorExecutionUnit):
         with m.Elif(present.immr):
             m.d.comb += immediate.eq(bitmask)
 
-        # ---- operand chunks: the immediate replicated at the element size, reversed forms
-        replicated = Signal(8 * chunk_bytes)
-        with m.Switch(esize_log2):
-            for log2 in ELEMENT_SIZES:
-                with m.Case(log2):
-                    bits = 8 << log2
-                    m.d.comb += replicated.eq(Cat(*[immediate[:bits]] * (chunk_bytes >> log2)))
-        second = Signal(8 * chunk_bytes)
-        m.d.comb += second.eq(Mux(present.zm, second_vector, replicated))
-        left, right = Signal(8 * chunk_bytes), Signal(8 * chunk_bytes)
-        m.d.comb += [left.eq(Mux(flags.reversed, second, first)),
-                     right.eq(Mux(flags.reversed, first, second))]
+        # ---- operand chunks: the immediate replicated at the element size (for a wide compare,
+        # whose elements have at most 32 bits, the low element of each 64-bit lane of Zm)
+        width = 8 * chunk_bytes
+        wide = decoded.choices.second == _SECOND.WIDE
+        lane_source = Signal(width)
+        m.d.comb += lane_source.eq(Cat(
+            Cat(Mux(wide, second_vector.word_select(lane, 64)[:32], immediate[:32]),
+                immediate[32:]) for lane in range(width // 64)))
+        replicated = _per_size(m, esize_log2, "replicated", width, lambda log2: Cat(
+            lane_source.word_select(element >> (3 - log2), 64)[:8 << log2]
+            for element in range(chunk_bytes >> log2)))
+        second = Signal(width)
+        m.d.comb += second.eq(Mux(present.zm & ~wide, second_vector, replicated))
 
-        # ---- per-element results at every element size
+        # ---- element and bitwise results and compare truths, one datapath for every size
         # The element operation as controls shared by every element: operand signedness, add
         # or subtract, result kind (a compare subtracts, signed unless its condition is not).
+        # Only subtractions of operands of one signedness are reversed (SUBR, SQSUBR, UQSUBR):
+        # they subtract the first operand from the second.
         cond = decoded.choices.cond
         unsigned_compare = Cat(*(cond == _COND[name] for name in _UNSIGNED_CONDITIONS)).any()
-        control = Signal(data.StructLayout({"a_signed": 1, "b_signed": 1, "subtract": 1,
-                                            "kind": data.StructLayout({k: 1 for k in _KINDS}),
-                                            "a_immediate": 1, "b_immediate": 1}))
+        control = Signal(data.StructLayout({
+            "first_signed": 1, "second_signed": 1, "subtract": 1, "reversed": 1,
+            "kind": data.StructLayout({k: 1 for k in _KINDS}), "table": 4,
+            "second_immediate": 1}))
         # An immediate operand takes part with its exact value (unsigned #imm8, lsl #8 of SQADD
         # is not a negative element).
-        has_immediate = present.imm8 | present.imm5 | present.imm7
-        m.d.comb += [control.a_immediate.eq(has_immediate & flags.reversed),
-                     control.b_immediate.eq(has_immediate & ~flags.reversed)]
+        m.d.comb += [control.second_immediate.eq(present.imm8 | present.imm5 | present.imm7),
+                     control.reversed.eq(flags.reversed)]
         with m.Switch(op):
             for element_op, (a_signed, b_signed, subtract, kind) in _ELEMENT_OPS.items():
                 with m.Case(element_op):
-                    m.d.comb += [control.a_signed.eq(a_signed), control.b_signed.eq(b_signed),
+                    m.d.comb += [control.first_signed.eq(a_signed),
+                                 control.second_signed.eq(b_signed),
                                  control.subtract.eq(subtract), control.kind[kind].eq(1)]
+            for bitwise_op, table in _BITWISE_TABLES.items():
+                with m.Case(bitwise_op):
+                    m.d.comb += [control.kind.logic.eq(1), control.table.eq(table)]
             with m.Case(Op.CMP):
-                m.d.comb += [control.a_signed.eq(~unsigned_compare),
-                             control.b_signed.eq(~unsigned_compare), control.subtract.eq(1)]
-        element_result = Signal(8 * chunk_bytes)
-        compare = Signal(chunk_bytes)   # the compare's truth at each element's first bit
-        with m.Switch(esize_log2):
-            for log2 in ELEMENT_SIZES:
-                with m.Case(log2):
-                    results, truths = _elements(m, control, log2, chunk_bytes, left, right,
-                                                second_vector, immediate, cond,
-                                                decoded.choices.second == _SECOND.WIDE)
-                    m.d.comb += [element_result.eq(results), compare.eq(truths)]
+                m.d.comb += [control.first_signed.eq(~unsigned_compare),
+                             control.second_signed.eq(~unsigned_compare),
+                             control.subtract.eq(1)]
+        # The compare is true when the first operand is less, equal or greater as it selects.
+        wanted = Signal(data.StructLayout({"less": 1, "equal": 1, "greater": 1}))
+        with m.Switch(cond):
+            for name, (less, equal, greater) in _CONDITION_TRUTHS.items():
+                with m.Case(_COND[name]):
+                    m.d.comb += [wanted.less.eq(less), wanted.equal.eq(equal),
+                                 wanted.greater.eq(greater)]
+        element_result, compare = _elements(m, control, wanted, esize_log2, first, second,
+                                            second_vector, immediate, wide)
 
-        # ---- element starts, active bytes, bitwise results
+        # ---- element starts, active bytes
         starts = Signal(maxb)
         active = Signal(maxb)
         with m.Switch(esize_log2):
@@ -163,18 +190,6 @@ class VectorAlu(VectorExecutionUnit):
                 with m.Case(log2):
                     m.d.comb += [starts.eq(element_starts(log2, maxb)),
                                  active.eq(active_bytes(payload.governing, log2, maxb))]
-        bitwise = Signal(8 * chunk_bytes)
-        with m.Switch(op):
-            with m.Case(Op.INT_AND):
-                m.d.comb += bitwise.eq(left & right)
-            with m.Case(Op.INT_ORR):
-                m.d.comb += bitwise.eq(left | right)
-            with m.Case(Op.INT_EOR):
-                m.d.comb += bitwise.eq(left ^ right)
-            with m.Case(Op.INT_BIC):
-                m.d.comb += bitwise.eq(left & ~right)
-            with m.Case(Op.INT_DUPM):
-                m.d.comb += bitwise.eq(replicated)
 
         # ---- predicate operations (byte granular, the whole register at the last chunk)
         g, n, pm = payload.governing, payload.pn, payload.pm
@@ -198,13 +213,24 @@ class VectorAlu(VectorExecutionUnit):
         m.d.comb += lanes_chunk.eq(Mux(is_bitwise | is_element,
                                        Mux(present.pg, this_chunk(active), Const(-1, chunk_bytes))
                                        & this_chunk(svl_mask), 0))
-        x = chunk_registers(m, steps, chunks, x_vector=Mux(is_bitwise, bitwise, element_result),
+        x = chunk_registers(m, steps, chunks, x_vector=element_result,
                             x_lanes=lanes_chunk, x_compare=compare_chunk)
         # The whole compare result on the last chunk: the chunks before it and this one.
         compare_result = Signal(maxb)
         m.d.comb += compare_result.eq(Cat(
             Mux(steps.chunk == k, compare_chunk, x["x_compare"].word_select(k, chunk_bytes))
             for k in range(chunks)))
+        # The flags: PredTest of the compare result (over its elements' first bytes of Pg), the
+        # predicate operation's (over Pg), or Pn (PTEST), by one tester.
+        tested_mask, tested = Signal(maxb), Signal(maxb)
+        m.d.comb += tested_mask.eq(Mux(op == Op.CMP, payload.governing & starts, g))
+        with m.Switch(op):
+            with m.Case(Op.CMP):
+                m.d.comb += tested.eq(compare_result)
+            with m.Case(Op.PRED_LOGIC_FLAGS):
+                m.d.comb += tested.eq(predicate_logic)
+            with m.Default():
+                m.d.comb += tested.eq(n)
         x_predicate = Signal(maxb)
         x_predicate_lanes = Signal(maxb)
         out = self.result.payload
@@ -215,89 +241,219 @@ class VectorAlu(VectorExecutionUnit):
                     Cat(op == Op.CMP, op == Op.PRED_LOGIC, op == Op.PRED_LOGIC_FLAGS).any(),
                     svl_mask, 0)),
             ]
-            with m.Switch(op):
-                with m.Case(Op.CMP):
-                    m.d.sync += out.nzcv.eq(predicate_test(payload.governing & starts,
-                                                            compare_result))
-                with m.Case(Op.PRED_LOGIC_FLAGS):
-                    m.d.sync += out.nzcv.eq(predicate_test(g, predicate_logic))
-                with m.Case(Op.PTEST):
-                    m.d.sync += out.nzcv.eq(predicate_test(g, n))
+            with m.If(Cat(op == Op.CMP, op == Op.PRED_LOGIC_FLAGS, op == Op.PTEST).any()):
+                m.d.sync += out.nzcv.eq(predicate_test(tested_mask, tested))
         m.d.comb += [out.vector.eq(x["x_vector"]), out.vector_lanes.eq(x["x_lanes"]),
                      out.predicate.eq(x_predicate | x["x_compare"]),
                      out.predicate_lanes.eq(x_predicate_lanes)]
         return m
 
 
-def _elements(m: Module, control, log2: int, maxb: int, left, right, second_vector, immediate,
-              cond, wide) -> tuple[Value, Value]:
-    """The element results (``Cat`` of every element) and compare truths (one bit per byte, at
-    each element's first byte) for elements of ``2^log2`` bytes.
+def _elements(m: Module, control, wanted, esize_log2: Value, first: Value, second: Value,
+              second_vector: Value, immediate: Value, wide: Value) -> tuple[Value, Value]:
+    """The results of the element and bitwise operations (the chunk) and the compare truths (one
+    bit per byte, at each element's first byte), for elements of ``2^esize_log2`` bytes of the
+    operand chunks ``first`` and ``second``.
 
-    Each element has one adder of ``esize + 2`` bits (``a ± b`` of the extended operands, which
-    cannot overflow), whose sign orders the operands and whose zero says they are equal; the
-    wide compares (``.B/.H/.S`` against the 64-bit element of the lane) compare at 66 bits.
+    One datapath serves every element size. A partitioned adder makes each element's ``a ± b``
+    modulo ``2^n`` (``n`` its bits) and its carry out; at the element's last byte the carry and
+    the operands' extensions (their sign bits, or the immediate's exact high bits) give ``H``,
+    the top two bits of the exact ``a ± b`` of ``n + 2`` bits. ``H`` below 0 orders the
+    operands, ``H`` and the sum being 0 says they are equal, and ``H`` with the sum's top bit
+    says whether the sum fits a saturated result. The element's order and saturation then reach
+    its every byte, where a second partitioned adder negates the difference of ``abd``. A wide
+    compare (``.B/.H/.S`` against the 64-bit element of the lane, whose low ``n`` bits are
+    ``second``) orders the operands as the adder does when that element fits ``n`` bits, and
+    by its sign when it does not. The bitwise operations and DUPM (``control.table``), max and
+    min (the first or the second operand's bit, by the element's order) look each result bit up
+    in a truth table of the operands' bits.
     """
-    bits, count = 8 << log2, maxb >> log2
-    width = bits + 2
-    results, truths = [], []
-    for index in range(count):
-        a = left[index * bits:(index + 1) * bits]
-        b = right[index * bits:(index + 1) * bits]
-        exact = extend(immediate, True, 66)[:width].as_signed()
-        x = Mux(control.a_immediate, exact, extend(a, control.a_signed, width))
-        y = Mux(control.b_immediate, exact, extend(b, control.b_signed, width))
-        total = Signal(signed(width), name=f"e{bits}_{index}_total")
-        m.d.comb += total.eq(Mux(control.subtract, x - y, x + y))
-        less, equal = total < 0, total == 0
-        result = Signal(bits, name=f"e{bits}_{index}_result")
-        kind = control.kind
-        with m.If(kind.sq):
-            m.d.comb += result.eq(saturate(total, bits, True))
-        with m.Elif(kind.uq):
-            m.d.comb += result.eq(saturate(total, bits, False))
-        with m.Elif(kind.max):
-            m.d.comb += result.eq(Mux(less, b, a))
-        with m.Elif(kind.min):
-            m.d.comb += result.eq(Mux(less, a, b))
-        with m.Elif(kind.abd):
-            m.d.comb += result.eq(Mux(less, -total, total)[:bits])
-        with m.Else():
-            m.d.comb += result.eq(total[:bits])
-        results.append(result)
-        if bits < 64:
-            wide_b = second_vector[(index * bits) // 64 * 64:][:64]
-            wide_x = extend(a, control.a_signed, 66)
-            wide_y = extend(wide_b, control.b_signed, 66)
-            less = Mux(wide, wide_x < wide_y, less)
-            equal = Mux(wide, wide_x == wide_y, equal)
-        truth = Signal(name=f"e{bits}_{index}_truth")
-        with m.Switch(cond):
-            for name, value in (("EQ", equal), ("NE", ~equal), ("GE", ~less),
-                                ("GT", ~less & ~equal), ("LT", less), ("LE", less | equal),
-                                ("HS", ~less), ("HI", ~less & ~equal), ("LO", less),
-                                ("LS", less | equal)):
-                with m.Case(_COND[name]):
-                    m.d.comb += truth.eq(value)
-        truths.append(Cat(truth, Const(0, (1 << log2) - 1)))
-    return Cat(*results), Cat(*truths)
+    chunk_bytes = len(first) // 8
+    kind = control.kind
+
+    def byte(value, index):
+        return value[8 * index:8 * index + 8]
+
+    def at_last_byte(log2, values, index):
+        return values[index | ((1 << log2) - 1)]
+
+    starts = _per_size(m, esize_log2, "starts", chunk_bytes,
+                       lambda log2: element_starts(log2, chunk_bytes))
+    last_bytes = Cat(starts[1:], Const(1))
+    # a - b is a + ~b + 1; reversed, b - a is ~a + b + 1.
+    invert_first = control.reversed
+    invert_second = control.subtract & ~control.reversed
+    augend, addend = Signal(len(first)), Signal(len(second))
+    m.d.comb += [augend.eq(first ^ invert_first.replicate(len(first))),
+                 addend.eq(second ^ invert_second.replicate(len(second)))]
+    sums, carries = _partitioned_add(m, "sums", augend, addend, starts,
+                                     control.subtract.replicate(chunk_bytes))
+    # The exact immediate's bits n and n + 1.
+    immediate_high = _per_size(m, esize_log2, "immediate_high", 2,
+                               lambda log2: extend(immediate, True, 66)[8 << log2:][:2])
+    byte_zero = Signal(chunk_bytes)
+    m.d.comb += byte_zero.eq(Cat(~byte(sums, index).any() for index in range(chunk_bytes)))
+    element_zero = _per_size(m, esize_log2, "element_zero", chunk_bytes, lambda log2: Cat(
+        byte_zero[index & ~((1 << log2) - 1):][:1 << log2].all() for index in range(chunk_bytes)))
+    lanes = [Signal(64, name=f"wide_{lane}") for lane in range(chunk_bytes // 8)]
+    m.d.comb += [lane.eq(second_vector.word_select(index, 64)) for index, lane in enumerate(lanes)]
+    wide_fits = Cat(_wide_fits(m, esize_log2, lane, control.second_signed) for lane in lanes)
+
+    # At each byte, as if it were the last of its element.
+    less, equal = Signal(chunk_bytes), Signal(chunk_bytes)
+    overflow, truth = Signal(chunk_bytes), Signal(chunk_bytes)
+    for index in range(chunk_bytes):
+        first_high = (first[8 * index + 7] & control.first_signed).replicate(2)
+        second_high = Mux(control.second_immediate, immediate_high,
+                          (second[8 * index + 7] & control.second_signed).replicate(2))
+        # H: bits n and n + 1 of the exact sum, from the carry and the operands' extensions.
+        high = Signal(2, name=f"high_{index}")
+        m.d.comb += high.eq(carries[index] + (first_high ^ invert_first.replicate(2))
+                            + (second_high ^ invert_second.replicate(2)))
+        sum_top = sums[8 * index + 7]
+        fits_signed = (high == 0) & ~sum_top | (high == 3) & sum_top
+        out_of_range = wide & ~wide_fits[index // 8]
+        m.d.comb += [
+            less[index].eq(Mux(out_of_range, ~(control.second_signed & lanes[index // 8][63]),
+                               high[1])),
+            equal[index].eq(~out_of_range & (high == 0) & element_zero[index]),
+            overflow[index].eq(kind.sq & ~fits_signed | kind.uq & (high != 0)),
+        ]
+        m.d.comb += truth[index].eq(less[index] & wanted.less | equal[index] & wanted.equal
+                                    | ~less[index] & ~equal[index] & wanted.greater)
+
+    # At every byte of each element.
+    element_less = _per_size(m, esize_log2, "element_less", chunk_bytes, lambda log2: Cat(
+        at_last_byte(log2, less, index) for index in range(chunk_bytes)))
+    element_overflow = _per_size(m, esize_log2, "element_overflow", chunk_bytes, lambda log2: Cat(
+        at_last_byte(log2, overflow, index) for index in range(chunk_bytes)))
+    negate, negated = Signal(chunk_bytes), Signal(len(sums))
+    m.d.comb += [negate.eq(element_less & kind.abd.replicate(chunk_bytes)),
+                 negated.eq(sums ^ Cat(bit.replicate(8) for bit in negate))]
+    magnitudes, _ = _partitioned_add(m, "magnitudes", negated, Const(0, len(sums)), starts,
+                                     negate)
+    results = Signal(len(first))
+    tables = Signal(4 * chunk_bytes)   # of each byte's bits, for max, min and logic
+    picked = kind.max | kind.min | kind.logic
+    for index in range(chunk_bytes):
+        is_less = element_less[index]
+        take_second = kind.max & is_less | kind.min & ~is_less
+        m.d.comb += tables.word_select(index, 4).eq(
+            Mux(kind.logic, control.table, Mux(take_second, _SECOND_BIT, _FIRST_BIT)))
+        # SatQ's bound: 0 or all ones, 0x80 or 0x7F at a signed element's last byte.
+        saturated = Cat(Value.cast(~is_less).replicate(7),
+                        Mux(kind.sq & last_bytes[index], is_less, ~is_less))
+        for bit in range(8 * index, 8 * index + 8):
+            m.d.comb += results[bit].eq(Mux(
+                picked, tables.word_select(index, 4).bit_select(Cat(first[bit], second[bit]), 1),
+                Mux(element_overflow[index], saturated[bit % 8], magnitudes[bit])))
+    compare = _per_size(m, esize_log2, "compare", chunk_bytes, lambda log2: Cat(
+        at_last_byte(log2, truth, index) if index % (1 << log2) == 0 else Const(0)
+        for index in range(chunk_bytes)))
+    return results, compare
+
+
+def _partitioned_add(m: Module, name: str, x: Value, y: Value, starts: Value,
+                     carry_in: Value) -> tuple[Value, Value]:
+    """``x + y`` of each element of the chunks ``x`` and ``y``, the carries kept inside elements.
+
+    One adder of ``9/8`` the chunk's width: below each byte a spacer bit, whose operand bits
+    are 1 and 0 inside an element (it passes the carry of the byte below on), and at the first
+    byte of an element (a bit of ``starts``) both 0 or both 1 (its bit of ``carry_in``, the
+    carry into the element), so that its sum bit is the carry out of the element below.
+
+    Returns
+    -------
+    sums : Value
+        The sums modulo each element's size.
+    carries : Value
+        One bit per byte, the carry out of the element at its last byte (meaningless at others).
+    """
+    count = len(x) // 8
+    spacers_x = Signal(count, name=f"{name}_spacers_x")
+    spacers_y = Signal(count, name=f"{name}_spacers_y")
+    total = Signal(9 * count + 1, name=f"{name}_total")
+    sums, carries = Signal(len(x), name=name), Signal(count, name=f"{name}_carries")
+    m.d.comb += [
+        spacers_x.eq(~starts | carry_in), spacers_y.eq(starts & carry_in),
+        total.eq(Cat(Cat(spacers_x[k], x[8 * k:8 * k + 8]) for k in range(count))
+                 + Cat(Cat(spacers_y[k], y[8 * k:8 * k + 8]) for k in range(count))),
+        sums.eq(Cat(total[9 * k + 1:9 * k + 9] for k in range(count))),
+        carries.eq(Cat(total[9 * k + 9] for k in range(count))),
+    ]
+    return sums, carries
+
+
+def _wide_fits(m: Module, esize_log2: Value, lane: Value, signed_: Value) -> Value:
+    """Whether the 64-bit element ``lane`` of a wide compare (signed when ``signed_``) is the
+    extension of its low ``n`` bits, ``n`` the bits of the elements it is compared with (bits
+    ``n - 1`` up all equal, or, unsigned, bits ``n`` up all 0); always, for 64-bit elements.
+    Bits ``k`` up being all 0 or all 1 is found for every ``k`` it needs from the top down."""
+    zeros_from, ones_from = {64: Const(1)}, {64: Const(1)}
+    above = 64
+    for bit in (32, 31, 16, 15, 8, 7):
+        zeros_from[bit] = zeros_from[above] & ~lane[bit:above].any()
+        ones_from[bit] = ones_from[above] & lane[bit:above].all()
+        above = bit
+    fits = Signal(name=f"{lane.name}_fits")
+    with m.Switch(esize_log2):
+        for log2 in ELEMENT_SIZES[:-1]:
+            bits = 8 << log2
+            with m.Case(log2):
+                m.d.comb += fits.eq(Mux(signed_, zeros_from[bits - 1] | ones_from[bits - 1],
+                                        zeros_from[bits]))
+        with m.Default():
+            m.d.comb += fits.eq(1)
+    return fits
+
+
+def _per_size(m: Module, esize_log2: Value, name: str, width: int, value_of) -> Signal:
+    """A signal of ``width`` bits that is ``value_of(log2)`` for the element size
+    ``2^esize_log2`` bytes."""
+    value = Signal(width, name=name)
+    with m.Switch(esize_log2):
+        for log2 in ELEMENT_SIZES:
+            with m.Case(log2):
+                m.d.comb += value.eq(value_of(log2))
+    return value
 
 
 def _bit_masks(m: Module, mask64: Value, immr: Value, imms: Value) -> Value:
     """``DecodeBitMasks`` (the 64-bit pattern) of a valid logical immediate ``N:immr:imms``:
     the element has 2^len bits, ``len`` the highest set bit of ``N:NOT(imms)``; ``imms`` holds
     the number of ones minus one and ``immr`` the right rotation, both modulo the element size
-    (docs/isa.md, "Logical immediates")."""
+    (docs/isa.md, "Logical immediates").
+
+    With ``S`` and ``R`` those two and ``e`` the element size, the rotated element's ones run
+    from place ``e - R`` to place ``end = (S - R) mod e``: the bit at place ``j`` of its element
+    is one where ``j <= end`` and ``j >= e - R`` both hold if ``R`` is above ``S`` (the run does
+    not wrap round), or either holds if not. ``j >= e - R`` is ``not j <= e - 1 - R`` (never,
+    for ``R`` 0), so each is a comparison of every bit's place with one value
+    (:func:`_at_most`), and no element is built and rotated at every size. An ``N:imms`` of no
+    element size gives 0."""
+    selected = [~mask64 & ~imms[length] & imms[length + 1:6].all() for length in range(1, 6)]
+    selected.append(mask64)                     # element sizes of 2 to 64 bits
+    levels = Signal(6, name="bitmask_levels")   # e - 1
+    m.d.comb += levels.eq(Cat(Cat(selected[length - 1:]).any() for length in range(1, 7)))
+    count, rotation = Signal(6, name="bitmask_count"), Signal(6, name="bitmask_rotation")
+    difference = Signal(7, name="bitmask_difference")
+    m.d.comb += [count.eq(imms & levels), rotation.eq(immr & levels),
+                 difference.eq(count - rotation)]
+    up_to_end = _at_most(difference[:6] & levels, levels)
+    before_start = _at_most(~rotation & levels, levels)
     pattern = Signal(64)
-    for length in range(1, 7):
-        bits = 1 << length
-        count, rotation = imms[:length], immr[:length]
-        ones = Signal(bits, name=f"bitmask_ones_{bits}")
-        rotated = Signal(bits, name=f"bitmask_rotated_{bits}")
-        m.d.comb += [ones.eq(((Const(1, bits + 1) << (count + 1)) - 1)[:bits]),
-                     rotated.eq((Cat(ones, ones) >> rotation)[:bits])]
-        selected = mask64 if length == 6 else ~mask64 & ~imms[length] & \
-            Cat(*(imms[k] for k in range(length + 1, 6))).all()
-        with m.If(selected):
-            m.d.comb += pattern.eq(Cat(*[rotated] * (64 // bits)))
+    m.d.comb += pattern.eq(Mux(difference[6], up_to_end & ~before_start,
+                               up_to_end | ~before_start)
+                           & Cat(selected).any().replicate(64))
     return pattern
+
+
+def _at_most(value: Value, levels: Value) -> Value:
+    """One bit per bit of a 64-bit pattern: its place in its element of ``levels + 1`` bits (a
+    power of two) is at most ``value`` (below ``levels + 1``). Built from the low bits up: the
+    places that agree in their low ``p`` bits share their comparison of those bits."""
+    at_most = [Const(1)]    # by the place's low bits: at most value in those bits
+    for bit in range(6):
+        at_most = ([low | value[bit] for low in at_most]
+                   + [low & (value[bit] | ~levels[bit]) for low in at_most])
+    return Cat(at_most)
