@@ -90,8 +90,9 @@ def synth_script(names: Iterable[str], top: str, options: Iterable[str] = (),
     LUTs are mapped as LUT4 only (``-nowidelut``): the wider LUTs synth_ecp5 otherwise builds
     from LUT4s and the slices' multiplexers (PFUMX, L6MUX21) cost more LUT4s than they save
     wherever there are multiplexers. 128 multiplexers of 16 bytes took 2,688 LUT4 (with 896
-    PFUMX and 512 L6MUX21) with them and 1,664 LUT4 without. The vector shifter went from 13,569 to 9,554 LUT4, the vector FP
-    arithmetic unit from 14,285 to 9,573 (SVL 128, FPGA configuration).
+    PFUMX and 512 L6MUX21) with them and 1,664 LUT4 without. The vector shifter went from
+    13,569 to 9,554 LUT4, the vector FP arithmetic unit from 14,285 to 9,573 (SVL 128, FPGA
+    configuration).
     """
     kept = " ".join(f"*{name}*" for name in (STAGE_NAME, *KEPT_PARTS))
     synth = " ".join(["synth_ecp5", "-nowidelut", "-top", top, *options])
