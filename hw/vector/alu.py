@@ -183,13 +183,10 @@ class VectorAlu(VectorExecutionUnit):
                                             second_vector, immediate, wide)
 
         # ---- element starts, active bytes
-        starts = Signal(maxb)
-        active = Signal(maxb)
-        with m.Switch(esize_log2):
-            for log2 in ELEMENT_SIZES:
-                with m.Case(log2):
-                    m.d.comb += [starts.eq(element_starts(log2, maxb)),
-                                 active.eq(active_bytes(payload.governing, log2, maxb))]
+        starts = _per_size(m, esize_log2, "register_starts", maxb,
+                           lambda log2: element_starts(log2, maxb))
+        active = _per_size(m, esize_log2, "active", maxb,
+                           lambda log2: active_bytes(payload.governing, log2, maxb))
 
         # ---- predicate operations (byte granular, the whole register at the last chunk)
         g, n, pm = payload.governing, payload.pn, payload.pm
