@@ -33,7 +33,10 @@ Status outputs
     configuration), ``idle`` (no instruction in either queue and no outer product in flight).
 ``debug_addr`` / ``debug_data``
     Read-only backdoor: ``debug_data`` shows the ZA row, Z, P or FFR register that
-    ``debug_addr`` selected one cycle earlier (meaningful while idle).
+    ``debug_addr`` selected one cycle earlier (meaningful while idle). It reads through the
+    read ports of execution (the first Z and P ports, the ZA slice port), which it takes while
+    the execution queue is empty: debug ports of their own would be another copy of every
+    distributed-RAM bank of Z and ZA.
 ``perf``
     64-bit event counters since reset (:mod:`zatile.hw.perf_counters`).
 
@@ -410,19 +413,24 @@ class ZaTileEngine(ConfigComponent):
         def first_present(*names):
             return _first_present(present, fields, names)
 
+        # The debug backdoor reads through the first ports while nothing is dispatched.
+        debugging = Signal()
+        debug = self.debug_addr
+        m.d.comb += debugging.eq(x_queue.level == 0)
         m.d.comb += [
-            registers.z_read_a.addr.eq(Mux(is_structure, structure.z_read.addr,
-                                           Mux(_one_of(op, (Op.STR_REGISTER, Op.ST1_CONTIGUOUS,
-                                                            Op.STNT1_CONTIGUOUS)),
-                                               fields.zt,
-                                               first_present("zdn", "zn", "vdn", "vn")))),
+            registers.z_read_a.addr.eq(Mux(
+                debugging, debug.index,
+                Mux(is_structure, structure.z_read.addr,
+                    Mux(_one_of(op, (Op.STR_REGISTER, Op.ST1_CONTIGUOUS, Op.STNT1_CONTIGUOUS)),
+                        fields.zt, first_present("zdn", "zn", "vdn", "vn"))))),
             structure.z_read.data.eq(registers.z_read_a.data),
             registers.z_read_b.addr.eq(first_present("zm", "vm")),
             registers.z_read_c.addr.eq(Mux(present.zda | present.za, first_present("zda", "za"),
                                            (fields.zn + 1)[:5])),
-            registers.p_read_a.addr.eq(Mux(op == Op.STR_REGISTER, fields.pt,
-                                           Mux(is_int | is_fp, fields.pn,
-                                               first_present("pg", "pv")))),
+            registers.p_read_a.addr.eq(Mux(debugging, debug.index,
+                                           Mux(op == Op.STR_REGISTER, fields.pt,
+                                               Mux(is_int | is_fp, fields.pn,
+                                                   first_present("pg", "pv"))))),
             registers.p_read_b.addr.eq(first_present("pm", "pdm")),
             registers.p_read_c.addr.eq(first_present("pn", "pdn")),
         ]
@@ -439,10 +447,14 @@ class ZaTileEngine(ConfigComponent):
         slice_index = Signal(range(maxb))
         m.d.comb += slice_index.eq((selector[:8] + fields.off)
                                    & ((Const(1, 9) << dimension_log2) - 1))
-        for port in (za.slice_read, za.slice_write):
-            m.d.comb += [port.slice.tile.eq(fields.tile), port.slice.index.eq(slice_index),
-                         port.slice.esize_log2.eq(esize_log2),
-                         port.slice.vertical.eq(flags.vertical)]
+        addressed = za.slice_write.slice
+        m.d.comb += [addressed.tile.eq(fields.tile), addressed.index.eq(slice_index),
+                     addressed.esize_log2.eq(esize_log2), addressed.vertical.eq(flags.vertical)]
+        # A debug read of ZA row r is horizontal byte slice r of ZA0.B.
+        with m.If(debugging):
+            m.d.comb += za.slice_read.slice.index.eq(debug.index)
+        with m.Else():
+            m.d.comb += za.slice_read.slice.eq(addressed)
         # Elements of the slice inside the SVL, and those of them the predicate enables.
         slice_in_svl = Signal(maxb)
         slice_active = Signal(maxb)
@@ -811,16 +823,13 @@ class ZaTileEngine(ConfigComponent):
 
         # ---- idle, debug, performance counters
         m.d.comb += self.idle.eq((order.level == 0) & ~interlock.busy)
-        debug = self.debug_addr
-        m.d.comb += [za.debug.addr.eq(debug.index), registers.z_debug.addr.eq(debug.index),
-                     registers.p_debug.addr.eq(debug.index)]
         with m.Switch(debug.space):
             with m.Case(DebugSpace.ZA):
-                m.d.sync += self.debug_data.eq(za.debug.data)
+                m.d.sync += self.debug_data.eq(za.slice_read.data)
             with m.Case(DebugSpace.Z):
-                m.d.sync += self.debug_data.eq(registers.z_debug.data)
+                m.d.sync += self.debug_data.eq(registers.z_read_a.data)
             with m.Case(DebugSpace.P):
-                m.d.sync += self.debug_data.eq(registers.p_debug.data)
+                m.d.sync += self.debug_data.eq(registers.p_read_a.data)
             with m.Case(DebugSpace.FFR):
                 m.d.sync += self.debug_data.eq(registers.ffr)
 

@@ -14,8 +14,10 @@ all of Z in one cycle): a register that was not reads as zero, and its first wri
 of it, zeros beyond its enabled bytes. Measured with ``synth_ecp5`` at SVL 128: with Z in
 flip-flops the file took 40,816 LUT4 and 4,352 flip-flops; with two memories and a per-byte
 table of latest writers, 13,432 LUT4, 512 TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 1,280
-flip-flops; this way 4,319 LUT4, 640 TRELLIS_DPR16X4 and 288 flip-flops. P and FFR, a
-sixteenth of the bits, stay flip-flops.
+flip-flops; this way 4,319 LUT4, 640 TRELLIS_DPR16X4 and 288 flip-flops. That file also had a
+read port for the engine's debug backdoor, which now reads through the first ports
+(``hw/engine.py``): without it, 3,689 LUT4 and 512 TRELLIS_DPR16X4 (``synth_ecp5
+-nowidelut``). P and FFR, a sixteenth of the bits, stay flip-flops.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def WritePortSignature(addr_width: int, data_shape, enables: int) -> wiring.Sign
 
 
 class RegisterFile(ConfigComponent):
-    """Z, P and FFR: three read ports for Z, four for P, two write ports each, a debug port.
+    """Z, P and FFR: three read ports for Z, four for P, two write ports each.
 
     Parameters
     ----------
@@ -72,8 +74,6 @@ class RegisterFile(ConfigComponent):
         (for Z, on the bytes it writes).
     reset_sve : Signal(1), in
         Zero every Z, P and FFR bit at the clock edge (has priority over the write ports).
-    z_debug : In(ReadPortSignature(5, row)), p_debug : In(ReadPortSignature(4, MAXB))
-        Read ports for the debug backdoor.
     ffr : Signal(MAXB), out
         The first-fault register (only ever zeroed: the subset has no first-fault loads).
 
@@ -99,8 +99,6 @@ class RegisterFile(ConfigComponent):
             "z_write_load": In(WritePortSignature(5, row, maxb)),
             "p_write_load": In(WritePortSignature(4, maxb, maxb)),
             "reset_sve": In(1),
-            "z_debug": In(ReadPortSignature(5, row)),
-            "p_debug": In(ReadPortSignature(4, maxb)),
             "ffr": Out(maxb),
         })
 
@@ -111,8 +109,7 @@ class RegisterFile(ConfigComponent):
         ffr = Signal(maxb)
         m.d.comb += self.ffr.eq(ffr)
         self._z_file(m, maxb)
-        for port in (self.p_read_a, self.p_read_b, self.p_read_c, self.p_read_load,
-                     self.p_debug):
+        for port in (self.p_read_a, self.p_read_b, self.p_read_c, self.p_read_load):
             m.d.comb += port.data.eq(p[port.addr])
         for index in range(P_REGISTERS):
             with m.If(self.reset_sve):
@@ -128,7 +125,7 @@ class RegisterFile(ConfigComponent):
     def _z_file(self, m: Module, maxb: int) -> None:
         """Z: a memory per write port holding its writes XOR the other memory, and one bit per
         register saying whether it was written since ``reset_sve`` (module documentation)."""
-        read_ports = (self.z_read_a, self.z_read_b, self.z_read_c, self.z_debug)
+        read_ports = (self.z_read_a, self.z_read_b, self.z_read_c)
         execute, load = self.z_write, self.z_write_load
         live = Signal(Z_REGISTERS)
         # Both ports on one register: the load's write takes the execute port's bytes along.

@@ -15,8 +15,8 @@ Two implementations, chosen by ``array_rows``:
 * With one row per pass (the FPGA configurations), ZA is held in MAXB byte-wide **banks** with
   asynchronous reads, which FPGA tools map to distributed (LUT) RAM. Byte ``c`` of row ``r``
   lives in bank ``(c + r) mod MAXB`` at address ``r`` (a diagonal skew), so every access touches
-  each bank once: a row (a horizontal slice, a tile row, the debug row) is one address in every
-  bank, and a vertical slice of tile ``k``, column ``j`` and size E finds its byte ``p`` in bank
+  each bank once: a row (a horizontal slice, a tile row) is one address in every bank, and a
+  vertical slice of tile ``k``, column ``j`` and size E finds its byte ``p`` in bank
   ``(p + k + j*E) mod MAXB``, at the row ``k + (p & -E)``. Both directions are therefore a
   rotation of the slice's bytes by ``k + index*E`` and an address per bank. As in the register
   file (``hw/regfile.py``), there is one copy of the banks per write port (the tile ports and the
@@ -24,7 +24,10 @@ Two implementations, chosen by ``array_rows``:
   table: which copy holds the byte's latest value, and whether it was written since it was last
   zeroed, which makes zeroing one cycle). Measured with ``synth_ecp5`` at SVL 128 with two tile
   ports when this was chosen: flip-flop rows 32,710 LUT4 and 2,048 flip-flops; banks 13,692
-  LUT4, 384 TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 768 flip-flops.
+  LUT4, 384 TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 768 flip-flops. The banks then also had a
+  read port for the engine's debug backdoor, which now reads rows as byte slices through the
+  slice port (``hw/engine.py``): without it, 8,045 LUT4 and 288 TRELLIS_DPR16X4 (``synth_ecp5
+  -nowidelut``).
 * With more rows per pass, a pass needs several rows of every bank at once, so ZA is held in
   flip-flop rows.
 
@@ -44,7 +47,6 @@ from zatile.sw.arch.config import EngineConfig
 
 from zatile.hw._common import ConfigComponent, check_config, max_bytes, row_layout
 from zatile.hw.barrel import barrel_shift
-from zatile.hw.regfile import ReadPortSignature
 
 __all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",
            "PassShape", "TileReadSignature", "TileWriteSignature", "tile_passes",
@@ -121,7 +123,7 @@ def tile_row_groups(double, tile) -> Value:
 
 
 class ZaStorage(ConfigComponent):
-    """The ZA array with slice, tile, zeroing and debug ports.
+    """The ZA array with slice, tile and zeroing ports.
 
     Parameters
     ----------
@@ -149,8 +151,6 @@ class ZaStorage(ConfigComponent):
         Zero every row of every context.
     context : Signal(range(za_contexts)), in
         Only when ``config.za_contexts`` > 1: the ZA array the ports act on.
-    debug : In(ReadPortSignature(range(MAXB), row))
-        Whole-row read of the selected context for the debug backdoor.
 
     Zeroing has priority over the tile writes, which have priority over the slice write.
 
@@ -178,7 +178,6 @@ class ZaStorage(ConfigComponent):
             "zero_mask": In(8),
             "zero_all": In(1),
             "clear": In(1),
-            "debug": In(ReadPortSignature(range(max_bytes(config)), row_layout(config))),
         }
         if config.za_contexts > 1:
             members["context"] = In(range(config.za_contexts))
@@ -216,8 +215,6 @@ class ZaStorage(ConfigComponent):
         else:
             rows = banks[0]
         row_array = Array(rows)
-
-        m.d.comb += self.debug.data.eq(row_array[self.debug.addr])
 
         # ---- slice read
         read = self.slice_read.slice
@@ -368,7 +365,6 @@ class ZaStorage(ConfigComponent):
             readers[f"tile{k}"] = ((row, [row] * maxb),
                                    lambda data_, port=port, beyond=beyond:
                                    port.rows[0].eq(Mux(beyond, 0, data_)))
-        readers["debug"] = ((self.debug.addr, [self.debug.addr] * maxb), self.debug.data.eq)
 
         # Per bank and write port, a memory read through a copy per read port.
         reads = {}      # (writer, bank) -> its read ports, in the order of `readers`

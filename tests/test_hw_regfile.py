@@ -23,8 +23,8 @@ from zatile.sw.arch.config import EngineConfig
 
 CONFIG = EngineConfig(max_svl=128)
 MAXB = 16
-Z_READS = ("z_read_a", "z_read_b", "z_read_c", "z_debug")
-P_READS = ("p_read_a", "p_read_b", "p_read_c", "p_read_load", "p_debug")
+Z_READS = ("z_read_a", "z_read_b", "z_read_c")
+P_READS = ("p_read_a", "p_read_b", "p_read_c", "p_read_load")
 
 
 def _merge(old: int, new: int, lanes: int, width: int) -> int:
