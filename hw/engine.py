@@ -2,14 +2,14 @@
 
 Ports
 -----
-``issue`` (stream in, :data:`IssuePortLayout`)
-    Up to :data:`~zatile.sw.arch.config.ISSUE_LANES` instructions per transfer, in program
+``issue`` (stream in, :func:`IssuePortLayout`)
+    Up to ``config.issue_lanes`` instructions per transfer, in program
     order in the first ``count`` lanes (a transfer with ``count`` 0 carries nothing). Each
     (:data:`IssueLayout`) is the 32-bit ``word`` and ``src0..src2``, the values of the general
     registers it reads, in :func:`sw.isa.scalar_sources` order (the host resolves XZR to 0, SP
     to its value, and W operands to their low 32 bits). The engine holds no general registers.
-``result`` (stream out, :data:`ResultPortLayout`)
-    The results of the next ``count`` instructions (1 to ``ISSUE_LANES``), in issue order. Each
+``result`` (stream out, :func:`ResultPortLayout`)
+    The results of the next ``count`` instructions (1 to ``issue_lanes``), in issue order. Each
     (:data:`ResultLayout`): ``status`` (OK, UNDEF, SME_TRAP, FAULT), ``smtc`` for
     an SME trap, ``fault_address`` for a fault, ``scalar`` (the value of MRS SVCR, RDSVL, RDVL,
     CNTx, ADDSVL, ADDSPL, and of the vector unit's INC/DEC Xdn, CNTP, LASTA/B, CLASTA/B to a
@@ -42,9 +42,9 @@ Status outputs
 
 Execution
 ---------
-Instructions are routed in order from the issue port, up to two a cycle, to the load queue
-(vector and predicate loads legal when routed, :mod:`zatile.hw.load_queue`) or to the execution
-queue (everything else); results leave in program order, up to two a cycle
+Instructions are routed in order from the issue port, up to ``issue_lanes`` a cycle, to the load
+queue (vector and predicate loads legal when routed, :mod:`zatile.hw.load_queue`) or to the
+execution queue (everything else); results leave in program order, up to ``issue_lanes`` a cycle
 (docs/architecture.md, "Decoupled execution"). The oldest execution-queue instruction is
 dispatched from stage ``d_`` once every older load has written its register; its result waits
 in the execution results queue until the results before it have left.
@@ -76,7 +76,7 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
+from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.isa import Trait
 
 from zatile.hw._common import ConfigComponent, check_config, max_bytes
@@ -105,18 +105,26 @@ __all__ = ["IssueLayout", "IssuePortLayout", "ExecutionEntryLayout", "ResultLayo
 
 #: One instruction of the issue port.
 IssueLayout = data.StructLayout({"word": 32, "src0": 64, "src1": 64, "src2": 64})
-#: The issue payload: ``count`` instructions in program order, in the first lanes.
-IssuePortLayout = data.StructLayout({"lanes": data.ArrayLayout(IssueLayout, ISSUE_LANES),
-                                     "count": range(ISSUE_LANES + 1)})
 #: The result of one instruction.
 ResultLayout = data.StructLayout({"status": Status, "smtc": 3, "scalar": 64,
                                   "fault_address": 64, "fpsr_reset": 1, "nzcv": 4,
                                   "sets_flags": 1, "fpsr_flags": 8})
-#: The result payload: the results of the next ``count`` instructions, in the first lanes.
-ResultPortLayout = data.StructLayout({"lanes": data.ArrayLayout(ResultLayout, ISSUE_LANES),
-                                      "count": range(ISSUE_LANES + 1)})
 #: What ``debug_addr`` selects.
 DebugAddressLayout = data.StructLayout({"space": 2, "index": 8})
+
+
+def IssuePortLayout(config: EngineConfig) -> data.StructLayout:
+    """The issue payload: ``count`` instructions in program order, in the first of
+    ``config.issue_lanes`` lanes."""
+    return data.StructLayout({"lanes": data.ArrayLayout(IssueLayout, config.issue_lanes),
+                              "count": range(config.issue_lanes + 1)})
+
+
+def ResultPortLayout(config: EngineConfig) -> data.StructLayout:
+    """The result payload: the results of the next ``count`` instructions, in the first of
+    ``config.issue_lanes`` lanes."""
+    return data.StructLayout({"lanes": data.ArrayLayout(ResultLayout, config.issue_lanes),
+                              "count": range(config.issue_lanes + 1)})
 
 
 def ExecutionEntryLayout(config: EngineConfig) -> data.StructLayout:
@@ -226,8 +234,8 @@ class ZaTileEngine(ConfigComponent):
         maxb = max_bytes(config)
         width = config.mem_data_width
         members = {
-            "issue": In(stream.Signature(IssuePortLayout)),
-            "result": Out(stream.Signature(ResultPortLayout)),
+            "issue": In(stream.Signature(IssuePortLayout(config))),
+            "result": Out(stream.Signature(ResultPortLayout(config))),
             "mem_req": Out(stream.Signature(MemRequestLayout(width))),
             "mem_resp": In(stream.Signature(MemResponseLayout(width))),
             "smcr_len": In(4),
@@ -280,11 +288,11 @@ class ZaTileEngine(ConfigComponent):
 
         # ---- routing: every instruction from the issue port goes, in program order, to the
         # load queue (a vector or predicate load that is legal now) or to the execution queue
-        # (everything else), up to ISSUE_LANES a cycle; ``order`` remembers which, for in-order
+        # (everything else), up to issue_lanes a cycle; ``order`` remembers which, for in-order
         # results. An execution-queue entry remembers how many loads were routed before it.
         depth = config.queue_depth
         width = index_width(config)
-        lanes = ISSUE_LANES
+        lanes = config.issue_lanes
         x_entry_layout = ExecutionEntryLayout(config)
         m.submodules.execution_queue = x_queue = LaneFifo(x_entry_layout.size, depth, lanes)
         m.submodules.order = order = LaneFifo(1, 2 * depth, lanes)
@@ -771,7 +779,7 @@ class ZaTileEngine(ConfigComponent):
         ]
 
         # ---- results: the oldest instructions whose results are there, in program order, up
-        # to ISSUE_LANES per transfer, from the load queue and the execution results
+        # to issue_lanes per transfer, from the load queue and the execution results
         result_free = ~self.result.valid | self.result.ready
         loads_taken = Const(0, range(lanes + 1))
         x_taken = Const(0, range(lanes + 1))

@@ -1,9 +1,8 @@
 """A FIFO that takes and gives several entries per cycle, in lane order.
 
-The engine's issue and result ports move up to :data:`~zatile.sw.arch.config.ISSUE_LANES`
-instructions per transfer (docs/architecture.md, "Decoupled execution"); the queues between
-them (the execution queue, the program-order queue, the execution results) take and give as
-many per cycle. Writes and reads of one cycle are independent: an entry written this cycle can
+The engine's issue and result ports move up to ``EngineConfig.issue_lanes`` instructions per
+transfer (docs/architecture.md, "Decoupled execution"); the queues between them (the execution
+queue, the program-order queue, the execution results) take and give as many per cycle. Writes and reads of one cycle are independent: an entry written this cycle can
 be read from the next.
 
 The entries live in ``lanes`` banks of memory, place ``p`` in bank ``p mod lanes``: the places

@@ -25,7 +25,7 @@ Each entry then goes through four steps, in queue order:
     reads the register it overwrites before it reads memory.
 ``report``
     The oldest entries, once written, give the engine their results and leave the queue (up to
-    :data:`~zatile.sw.arch.config.ISSUE_LANES` a cycle, as many loads as the issue port takes).
+    ``config.issue_lanes`` a cycle, as many loads as the issue port takes).
 
 Loads are numbered as they are routed (the ``tail`` pointer, modulo twice the depth): an
 execution-queue instruction records how many loads were routed before it and may run once
@@ -38,7 +38,7 @@ from amaranth import Array, Const, Module, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
+from zatile.sw.arch.config import EngineConfig
 
 from zatile.hw._common import ConfigComponent, max_bytes
 from zatile.hw.decoder import FieldsLayout
@@ -92,12 +92,12 @@ class LoadQueue(ConfigComponent):
 
     Attributes
     ----------
-    push : Signal(ISSUE_LANES), in
-    entries : Signal(ArrayLayout(LoadEntryLayout, ISSUE_LANES)), in
+    push : Signal(issue_lanes), in
+    entries : Signal(ArrayLayout(LoadEntryLayout, issue_lanes)), in
         The loads routed this cycle: the lanes of ``entries`` that ``push`` marks, which enter
         in lane order. ``room`` must be high.
     room : Signal(1), out
-        At least ``ISSUE_LANES`` entries are free.
+        At least ``issue_lanes`` entries are free.
     tail : Signal(load_pointer), out
         The number the next routed load gets.
     x_loads_before : Signal(load_pointer), in
@@ -119,17 +119,17 @@ class LoadQueue(ConfigComponent):
         The oldest completed load (or the one completing now, when it is the next) writes its
         destination this cycle: ``write_dest``, a P register when ``write_predicate``, with
         ``write_data``; not when ``write_fault``.
-    report_valid : Signal(ISSUE_LANES), out
-        Which of the oldest ``ISSUE_LANES`` entries have written, with ``report_fault`` and
+    report_valid : Signal(issue_lanes), out
+        Which of the oldest ``issue_lanes`` entries have written, with ``report_fault`` and
         ``report_fault_address`` (lane ``k``: the ``k``-th oldest entry).
-    report : Signal(range(ISSUE_LANES + 1)), in
+    report : Signal(range(issue_lanes + 1)), in
         How many of the oldest entries' results are taken (they leave the queue).
     """
 
     def __init__(self, config: EngineConfig):
         width = index_width(config)
         pointer = load_pointer(config)
-        lanes = ISSUE_LANES
+        lanes = config.issue_lanes
         vector = max_bytes(config) * 8
         super().__init__(config, {
             "push": In(lanes), "entries": In(data.ArrayLayout(LoadEntryLayout(config), lanes)),
@@ -148,7 +148,7 @@ class LoadQueue(ConfigComponent):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        depth = config.queue_depth
+        depth, lanes = config.queue_depth, config.issue_lanes
         width = index_width(config)
         layout = LoadEntryLayout(config)
         entries = Array(Signal(layout, name=f"load{n}") for n in range(depth))
@@ -168,13 +168,13 @@ class LoadQueue(ConfigComponent):
             return (later - earlier)[:bits]
 
         m.d.comb += [
-            self.room.eq(distance(tail, head) <= depth - ISSUE_LANES),
+            self.room.eq(distance(tail, head) <= depth - lanes),
             self.tail.eq(tail),
             self.x_loads_written.eq(distance(self.x_loads_before, head)
                                     <= distance(written, head)),
         ]
-        pushed = Const(0, range(ISSUE_LANES + 1))
-        for lane in range(ISSUE_LANES):
+        pushed = Const(0, range(lanes + 1))
+        for lane in range(lanes):
             with m.If(self.push[lane]):
                 m.d.sync += entries[place(tail + pushed)].eq(self.entries[lane])
             pushed = pushed + self.push[lane]
@@ -219,7 +219,7 @@ class LoadQueue(ConfigComponent):
         m.d.sync += predicate_loads.eq(predicate_loads + (self.start & waiting.predicate)
                                        - (self.write & writing.predicate))
 
-        for lane in range(ISSUE_LANES):
+        for lane in range(lanes):
             m.d.comb += [self.report_valid[lane].eq(distance(written, head) > lane),
                          self.report_fault[lane].eq(faults[place(head + lane)]),
                          self.report_fault_address[lane].eq(fault_addresses[place(head + lane)])]

@@ -17,7 +17,7 @@ Everything else a load could conflict with is older than it and complete before 
 taken, which the engine's in-order results already ensure (an execution-queue instruction never
 runs before every older load has written its register).
 
-Up to :data:`~zatile.sw.arch.config.ISSUE_LANES` instructions are routed per cycle, in lane
+Up to ``config.issue_lanes`` instructions are routed per cycle, in lane
 order: a load's lookup also sees the execution-queue instructions of the lanes before it in the
 same cycle (younger than anything in the tables), and the tables take the youngest lane's
 number for a register several lanes use.
@@ -29,7 +29,7 @@ from amaranth import Array, Module, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
+from zatile.sw.arch.config import EngineConfig
 
 from zatile.hw._common import ConfigComponent
 from zatile.hw.load_queue import InstructionWaitLayout, index_width
@@ -68,25 +68,25 @@ class RegisterScoreboard(ConfigComponent):
 
     Attributes
     ----------
-    routes : Signal(ArrayLayout(RouteLayout, ISSUE_LANES)), in
+    routes : Signal(ArrayLayout(RouteLayout, issue_lanes)), in
         The execution-queue instructions routed this cycle, by lane.
     complete : Signal(1), in
         The execution-queue instruction numbered ``x_completed`` completes.
     x_completed : Signal(index_width), in
         How many execution-queue instructions have completed (modulo).
-    loads : Signal(ArrayLayout(LoadLookupLayout, ISSUE_LANES)), in
+    loads : Signal(ArrayLayout(LoadLookupLayout, issue_lanes)), in
         The load of each lane (meaningful for the lanes that route a load).
-    waits : Signal(ArrayLayout(WaitLayout, ISSUE_LANES)), out
+    waits : Signal(ArrayLayout(WaitLayout, issue_lanes)), out
         What each lane's load must wait for, before it starts and before it writes.
     """
 
     def __init__(self, config: EngineConfig):
-        width = index_width(config)
+        width, lanes = index_width(config), config.issue_lanes
         super().__init__(config, {
-            "routes": In(data.ArrayLayout(RouteLayout(config), ISSUE_LANES)),
+            "routes": In(data.ArrayLayout(RouteLayout(config), lanes)),
             "complete": In(1), "x_completed": In(width),
-            "loads": In(data.ArrayLayout(LoadLookupLayout, ISSUE_LANES)),
-            "waits": Out(data.ArrayLayout(WaitLayout(config), ISSUE_LANES)),
+            "loads": In(data.ArrayLayout(LoadLookupLayout, lanes)),
+            "waits": Out(data.ArrayLayout(WaitLayout(config), lanes)),
         })
 
     def elaborate(self, platform):

@@ -64,7 +64,7 @@ from zatile.hw.vector import VectorUnit
 from zatile.hw.vector.unit import UNITS
 from zatile.hw.verilog import TOPLEVEL
 from zatile.hw.za_storage import ZaStorage
-from zatile.sw.arch.config import ISSUE_LANES, EngineConfig
+from zatile.sw.arch.config import EngineConfig
 from zatile.sw.bench import bench_rtl, rtl_workloads
 from zatile.tb import runner
 
@@ -243,13 +243,13 @@ def main() -> int:
 
 def _decoupling_structures(config: EngineConfig) -> list[tuple[str, object]]:
     """The units the decoupled engine adds, as the engine instantiates them."""
-    depth = config.queue_depth
+    depth, lanes = config.queue_depth, config.issue_lanes
     return [
         ("load_queue", LoadQueue(config)),
         ("register_scoreboard", RegisterScoreboard(config)),
-        ("execution_queue", LaneFifo(ExecutionEntryLayout(config).size, depth, ISSUE_LANES)),
-        ("order_queue", LaneFifo(1, 2 * depth, ISSUE_LANES)),
-        ("execution_results", LaneFifo(ResultLayout.size, depth, ISSUE_LANES)),
+        ("execution_queue", LaneFifo(ExecutionEntryLayout(config).size, depth, lanes)),
+        ("order_queue", LaneFifo(1, 2 * depth, lanes)),
+        ("execution_results", LaneFifo(ResultLayout.size, depth, lanes)),
     ]
 
 

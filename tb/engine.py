@@ -179,8 +179,8 @@ class EngineBench:
 
     def _attach_agents(self) -> None:
         """The agents on the engine's ports (made at the first reset)."""
-        self.issue = IssueDriver(self.dut, self.clock, rng=self.rng)
-        self.results = ResultMonitor(self.dut, self.clock)
+        self.issue = IssueDriver(self.dut, self.clock, self.config, rng=self.rng)
+        self.results = ResultMonitor(self.dut, self.clock, self.config)
         self.results.callbacks.append(self._route_result)
         self.memory = MemoryResponder(self.dut, self.clock, self.bus)
         self.debug = DebugReader(self.dut, self.clock, self.config.max_svl)

@@ -17,13 +17,14 @@ import numpy as np
 
 from zatile.hw.engine import IssueLayout, IssuePortLayout, ResultLayout, ResultPortLayout
 from zatile.hw.state_control import Status
+from zatile.sw.arch.config import EngineConfig
 from zatile.sw.arch.constants import FPSR_RESET_ON_SM_CHANGE
 from zatile.sw.arch.isa import destination_of, read_operands, sources_of, write_result
 from zatile.tb.pauses import PauseGenerator
 from zatile.tb.stream import (StreamSink, StreamSource, layout_fields, pack_fields,
                              unpack_fields)
 
-__all__ = ["ISSUE_FIELDS", "RESULT_FIELDS", "PORT_LANES", "SOURCE_SLOTS", "STATUS_NAMES",
+__all__ = ["ISSUE_FIELDS", "RESULT_FIELDS", "SOURCE_SLOTS", "STATUS_NAMES",
            "RtlResult", "ScalarFile", "IssueDriver", "ResultMonitor", "pad_sources",
            "issue_payload", "results_of"]
 
@@ -31,8 +32,6 @@ __all__ = ["ISSUE_FIELDS", "RESULT_FIELDS", "PORT_LANES", "SOURCE_SLOTS", "STATU
 ISSUE_FIELDS = layout_fields(IssueLayout)
 #: One result of the ``result`` payload (:data:`zatile.hw.engine.ResultLayout`), LSB first.
 RESULT_FIELDS = layout_fields(ResultLayout)
-#: Instructions (and results) per transfer: lanes of the port layouts.
-PORT_LANES = IssuePortLayout["lanes"].shape.length
 #: Operand slots of the issue port (``src0``, ``src1``, ...).
 SOURCE_SLOTS = tuple(name for name in ISSUE_FIELDS if name.startswith("src"))
 #: ``result.status`` encoding: the member names of :class:`zatile.sw.arch.engine.Status`.
@@ -115,7 +114,7 @@ class ScalarFile:
 
 
 def issue_payload(instructions: list[Mapping[str, int]]) -> dict[str, int]:
-    """One ``issue`` transfer (fields of :data:`IssuePortLayout`) carrying ``instructions``
+    """One ``issue`` transfer (fields of :func:`IssuePortLayout`) carrying ``instructions``
     (fields of :data:`ISSUE_FIELDS`), in lane order."""
     lanes = sum(pack_fields(ISSUE_FIELDS, values) << (lane * IssueLayout.size)
                 for lane, values in enumerate(instructions))
@@ -124,15 +123,16 @@ def issue_payload(instructions: list[Mapping[str, int]]) -> dict[str, int]:
 
 class _LanePacking:
     """How :class:`IssueDriver` gathers instructions into one ``issue`` transfer: as many as
-    are queued, up to the port's lanes, except that with probability ``single_rate`` a transfer
-    carries one (so that single transfers are tested however fast the host runs)."""
+    are queued, up to the port's ``lanes``, except that with probability ``single_rate`` a
+    transfer carries one (so that single transfers are tested however fast the host runs)."""
 
-    def __init__(self, rng: random.Random, single_rate: float):
+    def __init__(self, rng: random.Random, single_rate: float, lanes: int):
         self.rng = rng
         self.single_rate = single_rate
+        self.lanes = lanes
 
     def most(self) -> int:
-        return 1 if self.rng.random() < self.single_rate else PORT_LANES
+        return 1 if self.rng.random() < self.single_rate else self.lanes
 
     @staticmethod
     def payload(instructions: list[Mapping[str, int]]) -> dict[str, int]:
@@ -140,13 +140,15 @@ class _LanePacking:
 
 
 class IssueDriver:
-    """Drives ``issue``: up to :data:`PORT_LANES` instruction words with their resolved operands
-    per transfer, in program order.
+    """Drives ``issue``: up to ``config.issue_lanes`` instruction words with their resolved
+    operands per transfer, in program order.
 
     Parameters
     ----------
     dut, clock
         The toplevel and its clock.
+    config : EngineConfig
+        The engine's configuration: its issue lanes.
     pauses : PauseGenerator, optional
         Idle cycles before each transfer.
     rng : random.Random, optional
@@ -155,11 +157,11 @@ class IssueDriver:
         How often (0 to 1) a transfer carries one instruction when more are queued.
     """
 
-    def __init__(self, dut, clock, pauses: PauseGenerator | None = None,
+    def __init__(self, dut, clock, config: EngineConfig, pauses: PauseGenerator | None = None,
                  rng: random.Random | None = None, single_rate: float = 0.0):
-        self.packing = _LanePacking(rng or random.Random(0), single_rate)
-        self.source = StreamSource(dut, clock, "issue", layout_fields(IssuePortLayout), pauses,
-                                   gather=self.packing)
+        self.packing = _LanePacking(rng or random.Random(0), single_rate, config.issue_lanes)
+        self.source = StreamSource(dut, clock, "issue", layout_fields(IssuePortLayout(config)),
+                                   pauses, gather=self.packing)
 
     def issue_nowait(self, word: int, sources: tuple[int, ...],
                      on_accept: Callable[[], None] | None = None) -> None:
@@ -179,17 +181,18 @@ class IssueDriver:
         return self.source.transfers
 
 
-def results_of(payload: Mapping[str, int]) -> list[RtlResult]:
-    """The results one ``result`` transfer carries (fields of :data:`ResultPortLayout`).
+def results_of(payload: Mapping[str, int], lanes: int) -> list[RtlResult]:
+    """The results one ``result`` transfer of a port of ``lanes`` lanes carries (fields of
+    :func:`ResultPortLayout`).
 
     Raises
     ------
     ValueError
-        For a transfer that carries no result or more than :data:`PORT_LANES`.
+        For a transfer that carries no result or more than ``lanes``.
     """
     count = payload["count"]
-    if not 1 <= count <= PORT_LANES:
-        raise ValueError(f"carries {count} results (1 to {PORT_LANES} expected)")
+    if not 1 <= count <= lanes:
+        raise ValueError(f"carries {count} results (1 to {lanes} expected)")
     return [RtlResult.from_payload(unpack_fields(
         RESULT_FIELDS, payload["lanes"] >> (lane * ResultLayout.size))) for lane in range(count)]
 
@@ -198,21 +201,31 @@ class ResultMonitor:
     """Accepts ``result`` transfers and hands each :class:`RtlResult` in them, in order, to the
     callbacks.
 
+    Parameters
+    ----------
+    dut, clock
+        The toplevel and its clock.
+    config : EngineConfig
+        The engine's configuration: its issue lanes.
+    pauses : PauseGenerator, optional
+        Cycles the monitor is not ready before each transfer.
+
     Raises
     ------
     AssertionError
         From the sink task, for a transfer that carries no result or more than the lanes.
     """
 
-    def __init__(self, dut, clock, pauses: PauseGenerator | None = None):
+    def __init__(self, dut, clock, config: EngineConfig, pauses: PauseGenerator | None = None):
         self.callbacks: list[Callable[[RtlResult], None]] = []
         self.results = 0
-        self.sink = StreamSink(dut, clock, "result", layout_fields(ResultPortLayout),
+        self.lanes = config.issue_lanes
+        self.sink = StreamSink(dut, clock, "result", layout_fields(ResultPortLayout(config)),
                                self._received, pauses)
 
     def _received(self, payload: Mapping[str, int]) -> None:
         try:
-            results = results_of(payload)
+            results = results_of(payload, self.lanes)
         except ValueError as error:
             raise AssertionError(f"result transfer {self.sink.transfers}: {error}") from None
         for result in results:

@@ -150,6 +150,8 @@ def _mistakes(folder: Path) -> dict[str, list[str]]:
                                               "-o", str(folder / "v")],
         "fpga queue depth not a power of two": ["fpga", "--svl", "128", "--queue-depth", "6",
                                                 "-o", str(folder / "f")],
+        "verilog three issue lanes": ["verilog", "--svl", "128", "--issue-lanes", "3", "-o",
+                                      str(folder / "v")],
         # no command
         "unknown command": ["frobnicate"],
         "unknown option": ["run", program, "--svl", "128", "--colour"],
@@ -316,14 +318,16 @@ def test_json_run_is_machine_readable(tmp_path, capsys):
 
 
 def test_the_area_options_make_the_configuration():
-    """--lanes, --vector-bits and --queue-depth reach the EngineConfig a build uses."""
+    """--lanes, --vector-bits, --queue-depth and --issue-lanes reach the EngineConfig a build
+    uses."""
     args = cli._parser().parse_args(["fpga", "--svl", "256", "--lanes", "1", "--vector-bits", "64",
-                                 "--queue-depth", "4", "-o", "unused"])
+                                     "--queue-depth", "4", "--issue-lanes", "1", "-o", "unused"])
     config = _config(args)
-    assert (config.array_rows, config.vector_bits_per_cycle, config.queue_depth) == (1, 64, 4)
+    assert (config.array_rows, config.vector_bits_per_cycle, config.queue_depth,
+            config.issue_lanes) == (1, 64, 4, 1)
     default = _config(cli._parser().parse_args(["verilog", "--svl", "256", "-o", "unused"]))
-    assert (default.array_rows, default.vector_bits_per_cycle, default.queue_depth) == (8, 256,
-                                                                                        16)
+    assert (default.array_rows, default.vector_bits_per_cycle, default.queue_depth,
+            default.issue_lanes) == (8, 256, 16, 2)
 
 
 def test_bench_runs_the_rtl_workloads_its_options_configure(monkeypatch, capsys):

@@ -12,17 +12,18 @@ def test_defaults_support_every_svl_up_to_the_maximum():
     assert config.features == frozenset(FEATURES)
     assert (config.queue_depth, config.mem_outstanding) == (16, 4)
     assert config.array_rows == 16 and config.outer_products_per_cycle == 1.0
-    assert config.vector_bits_per_cycle == 512
+    assert config.vector_bits_per_cycle == 512 and config.issue_lanes == 2
 
 
 def test_area_knobs_round_trip_and_an_older_description_means_whole_tiles_and_vectors():
-    config = EngineConfig(max_svl=256, array_rows=2, vector_bits_per_cycle=64)
+    config = EngineConfig(max_svl=256, array_rows=2, vector_bits_per_cycle=64, issue_lanes=1)
     assert EngineConfig.from_json_dict(config.to_json_dict()) == config
     assert config.outer_products_per_cycle == 0.25
     older = {key: value for key, value in config.to_json_dict().items()
-             if key not in ("array_rows", "vector_bits_per_cycle")}
+             if key not in ("array_rows", "vector_bits_per_cycle", "issue_lanes")}
     assert EngineConfig.from_json_dict(older).array_rows == 8
     assert EngineConfig.from_json_dict(older).vector_bits_per_cycle == 256
+    assert EngineConfig.from_json_dict(older).issue_lanes == 2
 
 
 def test_the_queue_knobs_round_trip_through_json_and_leave_the_id_register_alone():
@@ -53,6 +54,9 @@ def test_the_queue_knobs_round_trip_through_json_and_leave_the_id_register_alone
                                                    "two from 64 to max_svl=128, not 256"),
     (dict(vector_bits_per_cycle=32), "not 32"),
     (dict(vector_bits_per_cycle=96), "not 96"),
+    (dict(issue_lanes=0), "issue_lanes must be 1 or 2, not 0"),
+    (dict(issue_lanes=4), "not 4"),
+    (dict(issue_lanes=1.0), "not 1.0"),
 ])
 def test_invalid_combinations_are_rejected_quoting_the_value(kwargs, quoted):
     with pytest.raises(ValueError, match=quoted):

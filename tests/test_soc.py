@@ -43,10 +43,11 @@ SEED = int(os.environ.get("ZATILE_TB_SEED", "1"))
 SCALE = float(os.environ.get("ZATILE_SOC_SCALE", "0.1"))
 #: The configuration the FPGA build uses: its arrays compute one tile row per cycle (four
 #: passes per outer product), a quarter of the multipliers and FP units, its vector ALU
-#: and shifter 64 bits per cycle, half their element datapaths, and its queues hold 4
-#: instructions each (a quarter of the load queue's buffers).
+#: and shifter 64 bits per cycle, half their element datapaths, its queues hold 4
+#: instructions each (a quarter of the load queue's buffers), and it has one issue lane (the
+#: control block issues one instruction per transfer).
 FPGA = EngineConfig(max_svl=128, features=frozenset({"I8I32", "F32F32"}), array_rows=1,
-                    vector_bits_per_cycle=64, queue_depth=4)
+                    vector_bits_per_cycle=64, queue_depth=4, issue_lanes=1)
 RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"local-{os.getpid()}"
 OUTPUT = CACHE / "soc" / RUN
 #: Directed groups run whole: memory faults, forced read errors, partial stores, posted stores

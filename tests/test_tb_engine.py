@@ -119,17 +119,19 @@ def test_svl256_build_at_svl128():
 #: A configuration unlike the default ones: a 64-bit bus (multi-beat slices), two ZA
 #: contexts, two supported SVLs, only some features (the others' forms are UNDEF),
 #: outer-product arrays of one row (eight passes per .S outer product, four per .D; ZA in
-#: skewed banks with a live-value table, holding both contexts), and a vector ALU, shifter and
-#: FP compare of 64 bits (two chunks per instruction at SVL 128).
+#: skewed banks with a live-value table, holding both contexts), a vector ALU, shifter and
+#: FP compare of 64 bits (two chunks per instruction at SVL 128), and one issue lane (one
+#: instruction per transfer, one decoder).
 VARIANT = EngineConfig(max_svl=256, supported_svls=(128, 256), mem_data_width=64, za_contexts=2,
                        features=frozenset({"I8I32", "F32F32"}), array_rows=1,
-                       vector_bits_per_cycle=64)
+                       vector_bits_per_cycle=64, issue_lanes=1)
 
 
 def test_variant_configuration():
     """The variant engine running at SVL 128: memory traffic over a narrow bus, absent
     features, every form, random streams, and ZA context switches, on arrays computing one
-    tile row per cycle and a vector ALU, shifter and FP compare making 64 bits per cycle."""
+    tile row per cycle, a vector ALU, shifter and FP compare making 64 bits per cycle, and
+    one instruction per issue transfer."""
     summary = _run("variant", VARIANT.max_svl, ["directed_forms", "directed_memory_errors",
                                                 "directed_unallocated", "random_streams",
                                                 "za_contexts"],

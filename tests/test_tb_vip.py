@@ -159,15 +159,15 @@ def test_issue_transfers_pack_lanes_and_result_transfers_unpack_them():
     assert payload["lanes"] >> (lane_bits + 32 + 128) == 9
     size = sum(RESULT_FIELDS.values())
     fault = 3 | 0x1234 << (2 + 3 + 64)             # status FAULT, fault_address
-    results = results_of({"count": 2, "lanes": fault << size | 5 << 5})
+    results = results_of({"count": 2, "lanes": fault << size | 5 << 5}, 2)
     assert results[0] == RtlResult("OK", 0, 5, 0, False)
     assert results[1].describe() == "FAULT at 0x1234"
 
 
-@pytest.mark.parametrize("count", [0, 3])
-def test_a_result_transfer_of_no_result_or_too_many_is_reported(count):
-    with pytest.raises(ValueError, match=f"carries {count} results"):
-        results_of({"count": count, "lanes": 0})
+@pytest.mark.parametrize("count, lanes", [(0, 2), (3, 2), (2, 1)])
+def test_a_result_transfer_of_no_result_or_too_many_is_reported(count, lanes):
+    with pytest.raises(ValueError, match=f"carries {count} results \\(1 to {lanes} expected"):
+        results_of({"count": count, "lanes": 0}, lanes)
 
 
 def test_predicate_classes():
@@ -211,8 +211,19 @@ def test_coverage_bins_sample_and_merge():
     assert "outcome/LD1D_ZA_V:ok" not in unhit and "outcome/LD1D_ZA_V:fault" in unhit
 
 
+def test_a_one_lane_engine_declares_no_paired_transfer_bins():
+    """A transfer of a one-lane engine carries one instruction and one result: paired
+    transfers are not coverage it could close."""
+    paired = {"paired_issue", "paired_results"}
+    assert paired <= set(Coverage(EngineConfig(max_svl=128), [128]).bins["overlap"])
+    one_lane = Coverage(EngineConfig(max_svl=128, issue_lanes=1), [128]).bins["overlap"]
+    assert not paired & set(one_lane) and "issue_stalled" in one_lane
+
+
 # ----------------------------------------------------------------------------- loopback design
 LOOPBACK_WIDTH = 128
+#: The configuration whose issue and result layouts the loopback's ports have (two lanes).
+PORTS = EngineConfig()
 
 
 def _loopback(width: int):
@@ -228,13 +239,14 @@ def _loopback(width: int):
 
     from zatile.hw.engine import IssuePortLayout, ResultPortLayout
 
-    lanes = IssuePortLayout["lanes"].shape.length
+    issue_layout, result_layout = IssuePortLayout(PORTS), ResultPortLayout(PORTS)
+    lanes = PORTS.issue_lanes
 
     class Loopback(wiring.Component):
         def __init__(self):
             super().__init__({
-                "issue": In(stream.Signature(IssuePortLayout)),
-                "result": Out(stream.Signature(ResultPortLayout)),
+                "issue": In(stream.Signature(issue_layout)),
+                "result": Out(stream.Signature(result_layout)),
                 "mem_req": Out(stream.Signature(data.StructLayout(
                     {"address": 64, "write": 1, "data": width, "byte_enable": width // 8,
                      "first": 1}))),
@@ -245,8 +257,8 @@ def _loopback(width: int):
 
         def elaborate(self, platform):
             m = Module()
-            taken = Signal(IssuePortLayout)
-            results = Signal(ResultPortLayout)
+            taken = Signal(issue_layout)
+            results = Signal(result_layout)
             lane = Signal(range(lanes))
             current = Array(taken.lanes)[lane]
             word, src0, src1, src2 = (Signal(32), Signal(64), Signal(64), Signal(64))
@@ -326,8 +338,8 @@ def _build_loopback(simulator: str, waves: bool = False):
 
     from zatile.hw.engine import IssuePortLayout, ResultPortLayout
 
-    key = [inspect.getsource(_loopback), LOOPBACK_WIDTH, repr(IssuePortLayout),
-           repr(ResultPortLayout)]
+    key = [inspect.getsource(_loopback), LOOPBACK_WIDTH, repr(IssuePortLayout(PORTS)),
+           repr(ResultPortLayout(PORTS))]
     return build_design("loopback", write, key, simulator, waves)
 
 
@@ -476,8 +488,9 @@ if cocotb is not None and os.environ.get("COCOTB_TEST_MODULES"):
     def _agents(dut, rng, style):
         bus = BusMemory(Memory({0x4000: np.frombuffer(rng.randbytes(1024), np.uint8)}),
                         LOOPBACK_WIDTH // 8, rng)
-        issue = IssueDriver(dut, dut.clk, pauses_by_name(style, rng), rng=rng, single_rate=0.3)
-        results = ResultMonitor(dut, dut.clk, pauses_by_name(style, rng))
+        issue = IssueDriver(dut, dut.clk, PORTS, pauses_by_name(style, rng), rng=rng,
+                            single_rate=0.3)
+        results = ResultMonitor(dut, dut.clk, PORTS, pauses_by_name(style, rng))
         responder = MemoryResponder(dut, dut.clk, bus, pauses_by_name(style, rng),
                                     pauses_by_name(style, rng))
         return bus, issue, results, responder

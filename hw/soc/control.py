@@ -17,8 +17,6 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from zatile.sw.arch.config import ISSUE_LANES
-
 from zatile.hw._common import ConfigComponent, max_bytes
 from zatile.hw.engine import DebugAddressLayout, IssueLayout, IssuePortLayout, ResultLayout, \
     ResultPortLayout
@@ -53,9 +51,10 @@ class AxiLiteControl(ConfigComponent):
     Attributes
     ----------
     axi : In(axi4_lite_signature(12, 32))
-    issue : Out(stream.Signature(IssuePortLayout))
-        To the engine's issue port: one instruction per transfer.
-    result : In(stream.Signature(ResultPortLayout))
+    issue : Out(stream.Signature(IssuePortLayout(config)))
+        To the engine's issue port: one instruction per transfer (an engine with more than one
+        issue lane leaves the others idle).
+    result : In(stream.Signature(ResultPortLayout(config)))
         From the engine's result port.
     smcr_len, sme_enable, fpcr, za_context : Out
         The engine's control inputs (``za_context`` only with more than one ZA context).
@@ -72,8 +71,8 @@ class AxiLiteControl(ConfigComponent):
         maxb = max_bytes(config)
         members = {
             "axi": In(axi4_lite_signature(CONTROL_ADDRESS_WIDTH)),
-            "issue": Out(stream.Signature(IssuePortLayout)),
-            "result": In(stream.Signature(ResultPortLayout)),
+            "issue": Out(stream.Signature(IssuePortLayout(config))),
+            "result": In(stream.Signature(ResultPortLayout(config))),
             "smcr_len": Out(4), "sme_enable": Out(1), "fpcr": Out(32),
             "svcr": In(2), "svl_bytes": In(range(maxb + 1)), "id_aa64smfr0": In(64),
             "engine_idle": In(1),
@@ -100,10 +99,10 @@ class AxiLiteControl(ConfigComponent):
             self.issue.payload.count.eq(1),
             issue_fifo.r_en.eq(self.issue.valid & self.issue.ready),
         ]
-        # The result port gives up to ISSUE_LANES results per transfer; they enter the FIFO one
+        # The result port gives up to issue_lanes results per transfer; they enter the FIFO one
         # per cycle from a holding register.
-        held = Signal(ResultPortLayout)
-        held_index = Signal(range(ISSUE_LANES))
+        held = Signal(ResultPortLayout(config))
+        held_index = Signal(range(config.issue_lanes))
         held_valid = Signal()
         m.d.comb += [self.result.ready.eq(~held_valid),
                      result_fifo.w_data.eq(held.lanes[held_index]),

@@ -26,9 +26,9 @@ MAX_ZA_CONTEXTS = 16
 #: Optional SME features, named as in ID_AA64SMFR0_EL1 (docs/isa.md, "ID registers").
 FEATURES: tuple[str, ...] = ("I8I32", "I16I64", "F32F32", "F64F64", "F16F32", "B16F32")
 
-#: Instructions one transfer of the engine's issue port (and of its result port) carries, and the
-#: most its queues take and give per cycle (docs/architecture.md, "Decoupled execution"). Not
-#: architectural: the host's driver packs its instruction stream by it.
+#: The most instructions one transfer of the engine's issue port (and of its result port) carries,
+#: and its queues take and give per cycle (docs/architecture.md, "Decoupled execution"); an
+#: engine has this many lanes or one (``EngineConfig.issue_lanes``). Not architectural.
 ISSUE_LANES = 2
 
 # ID_AA64SMFR0_EL1 field for each feature: (bit position, value when present).
@@ -80,6 +80,11 @@ class EngineConfig:
         cycle). With fewer, their instructions take ``SVL / vector_bits_per_cycle`` cycles on
         that many times fewer element datapaths (the FPGA area knob ``--vector-bits``). Not
         architectural.
+    issue_lanes : int
+        Instructions one transfer of the issue port (and of the result port) carries: 1 or
+        :data:`ISSUE_LANES`, the default. Each lane has a decoder of its own; the SoC wrapper's
+        control block issues one instruction per transfer, so one lane loses it nothing (the
+        FPGA area knob ``--issue-lanes``). Not architectural.
 
     Raises
     ------
@@ -97,6 +102,7 @@ class EngineConfig:
     mem_outstanding: int = 4
     array_rows: int | None = None
     vector_bits_per_cycle: int | None = None
+    issue_lanes: int = ISSUE_LANES
 
     def __post_init__(self) -> None:
         if self.max_svl not in SVL_CHOICES:
@@ -151,6 +157,8 @@ class EngineConfig:
         if not isinstance(bits, int) or not 64 <= bits <= self.max_svl or bits & (bits - 1):
             raise ValueError(f"vector_bits_per_cycle must be a power of two from 64 to max_svl="
                              f"{self.max_svl}, not {bits!r}")
+        if not isinstance(self.issue_lanes, int) or self.issue_lanes not in (1, ISSUE_LANES):
+            raise ValueError(f"issue_lanes must be 1 or {ISSUE_LANES}, not {self.issue_lanes!r}")
 
     @property
     def outer_products_per_cycle(self) -> float:
@@ -204,14 +212,15 @@ class EngineConfig:
             "mem_outstanding": self.mem_outstanding,
             "array_rows": self.array_rows,
             "vector_bits_per_cycle": self.vector_bits_per_cycle,
+            "issue_lanes": self.issue_lanes,
             "id_aa64smfr0_el1": f"0x{self.id_aa64smfr0:016x}",
         }
 
     @classmethod
     def from_json_dict(cls, fields: dict) -> "EngineConfig":
         """The configuration :meth:`to_json_dict` describes (derived keys are ignored; without
-        ``array_rows`` or ``vector_bits_per_cycle``, written before they existed, the
-        defaults).
+        ``array_rows``, ``vector_bits_per_cycle`` or ``issue_lanes``, written before they
+        existed, the defaults).
 
         Raises
         ------
@@ -225,6 +234,7 @@ class EngineConfig:
                        queue_depth=fields["queue_depth"],
                        mem_outstanding=fields["mem_outstanding"],
                        array_rows=fields.get("array_rows"),
-                       vector_bits_per_cycle=fields.get("vector_bits_per_cycle"))
+                       vector_bits_per_cycle=fields.get("vector_bits_per_cycle"),
+                       issue_lanes=fields.get("issue_lanes", ISSUE_LANES))
         except (KeyError, TypeError) as problem:
             raise ValueError(f"not an engine configuration: {problem!r}") from None

@@ -175,12 +175,13 @@ def svl_list(text: str) -> list[int]:
 
 #: The ``EngineConfig`` argument of each option :func:`add_engine_options` adds.
 _ENGINE_OPTIONS = {"features": "features", "lanes": "array_rows",
-                   "vector_bits": "vector_bits_per_cycle", "queue_depth": "queue_depth"}
+                   "vector_bits": "vector_bits_per_cycle", "queue_depth": "queue_depth",
+                   "issue_lanes": "issue_lanes"}
 
 
 def add_engine_options(command) -> None:
-    """``--features``, ``--lanes``, ``--vector-bits`` and ``--queue-depth``: the features an
-    engine has, and the area it spends on them (:class:`~zatile.sw.arch.config.EngineConfig`)."""
+    """``--features``, ``--lanes``, ``--vector-bits``, ``--queue-depth`` and ``--issue-lanes``:
+    the features an engine has, and the area it spends on them (:class:`~zatile.sw.arch.config.EngineConfig`)."""
     command.add_argument("--features", help="comma-separated subset (default: all)")
     command.add_argument("--lanes", type=positive_count, metavar="N",
                          help="tile rows each outer-product array computes per cycle: a power "
@@ -194,6 +195,10 @@ def add_engine_options(command) -> None:
                          help="instructions each of the engine's two queues holds: a power of "
                               "two from 2 to 64 (default 16); fewer take less area and overlap "
                               "less memory traffic with execution")
+    command.add_argument("--issue-lanes", type=positive_count, metavar="N",
+                         help="instructions per transfer of the issue and result ports, each "
+                              "with a decoder of its own: 1 or 2 (default 2); the SoC wrapper "
+                              "issues one per transfer, so 1 costs it nothing")
 
 
 def engine_options(args) -> dict:
