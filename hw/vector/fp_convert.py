@@ -15,18 +15,25 @@ oracle of ``tests/test_hw_vector_fp_convert.py``.
 
 The datapath of one element:
 
-* unpack the source: a floating-point operand becomes its class, sign and a normalized value
-  ``mant * 2^(exp - 63)`` with bit 63 of ``mant`` set (denormals through a leading-zero count;
-  FZ/FZ16 flush them, FZ raising Input Denormal); an integer operand becomes its magnitude;
-* FRINT<x> takes the integral part and rounds it in the rounding it names; FCVTZS/FCVTZU
-  truncate and saturate;
-* an integer magnitude (SCVTF, UCVTF, FRINT<x>) is normalized by a second leading-zero count;
-* FDIV/FSQRT: the recurrence gives F + 4 bits of the quotient or root and a sticky remainder;
+* unpack the sources: a floating-point operand becomes its class, sign, exponent field and
+  fraction (FZ/FZ16 flush denormals, FZ raising Input Denormal); an integer operand becomes its
+  magnitude;
+* one leading-zero count and left shift (the normalizer) make the value ``mant * 2^(exp - 63)``
+  with bit 63 of ``mant`` set: of SCVTF's and UCVTF's integer magnitude, else of the first
+  operand's denormal fraction, but of FDIV's divisor after the recurrence's first step (the
+  dividend's exponent is kept from that step);
+* FDIV/FSQRT: the recurrence, one subtraction per step for either, gives F + 4 bits of the
+  quotient or root and a sticky remainder;
 * FRECPE/FRSQRTE: the Arm ARM's 8-bit estimate tables as ROMs built at elaboration from the
   reference's own table functions;
-* one rounder per destination format (half, single, double, BFloat16) does ``FPRoundBase``:
-  flush to zero, denormal shift, the four FPCR roundings and round-to-odd, overflow, and the
-  Underflow (tiny before rounding and inexact), Overflow and Inexact flags.
+* one rounder does ``FPRoundBase`` into any destination format (half, single, double,
+  BFloat16), the format choosing the bias, exponent range and round position at run time: a
+  right shift puts every format's kept bits at the same place (a trailing-zero count gives the
+  bits shifted out), then flush to zero, the four FPCR roundings, round-to-odd, overflow, and
+  the Underflow (tiny before rounding and inexact), Overflow and Inexact flags;
+* the rounder's shifter also gives FCVTZS/FCVTZU their integral part (truncated, saturated)
+  and FRINT<x> its round and sticky bits, in the rounding FRINT names; FRINT then clears the
+  fraction bits of the operand's significand and adds the rounding's one at its units.
 
 The top forms (FCVTNT, BFCVTNT, FCVTXNT) write only the odd (top) narrow half of each active
 container, which is why ``vector_lanes`` leaves the even halves out; FCVTLT reads the top half.
@@ -42,7 +49,7 @@ from zatile.sw.arch.pseudocode import recip_estimate_table, rsqrt_estimate_table
 from zatile.hw._common import max_bytes
 from zatile.hw.barrel import barrel_shift
 from zatile.hw.decoder import Op
-from zatile.hw.fp.count_zeros import leading_zeros
+from zatile.hw.fp.count_zeros import leading_zeros, trailing_zeros
 from zatile.hw.vector.common import VectorExecutionUnit, active_bytes
 
 __all__ = ["VectorFpConvert"]
@@ -103,6 +110,8 @@ _OPERATIONS = {
 #: (exponent bits, fraction bits) of the formats, by name; the IEEE ones by log2 bytes.
 _FORMATS = {"h": (5, 10), "s": (8, 23), "d": (11, 52), "bf": (8, 7)}
 _IEEE = {1: "h", 2: "s", 3: "d"}
+#: The rounder's format codes: an IEEE format's by its log2 bytes, BFloat16's 0.
+_FORMAT_CODES = {"bf": 0, **{name: log2 for log2, name in _IEEE.items()}}
 
 # FPCR bits and FPSR cumulative flag positions.
 _FPCR_FZ16, _FPCR_RMODE, _FPCR_FZ, _FPCR_DN = 19, 22, 24, 25
@@ -114,9 +123,10 @@ def _flags(ioc=0, dzc=0, ofc=0, ufc=0, ixc=0, idc=0) -> Value:
 
 
 def _unpack(m: Module, name: str, operand: Value, size: Value, flush: Value) -> dict:
-    """``FPUnpack`` of the element of ``size`` (log2 bytes) in ``operand``: sign, exponent
-    field, fraction left-aligned to 52 bits, the classes, Input Denormal (a flushed single or
-    double denormal), and the value as ``mant * 2^(exp - 63)`` with bit 63 of ``mant`` set."""
+    """The fields and classes of ``FPUnpack`` of the element of ``size`` (log2 bytes) in
+    ``operand``: sign, exponent field, fraction left-aligned to 52 bits, the format's bias,
+    the classes and Input Denormal (a flushed single or double denormal). :func:`_value`
+    adds the value."""
     sign, exp_field, fraction = (Signal(name=f"{name}_sign"), Signal(11, name=f"{name}_exp_field"),
                                  Signal(52, name=f"{name}_fraction"))
     exp_all_ones = Signal(name=f"{name}_exp_all_ones")
@@ -134,45 +144,72 @@ def _unpack(m: Module, name: str, operand: Value, size: Value, flush: Value) -> 
     is_zero_field = exp_field == 0
     is_denormal = is_zero_field & fraction.any()
     nan = exp_all_ones & fraction.any()
-    denormal_zeros = leading_zeros(m, fraction)
-    mant, exp = Signal(64, name=f"{name}_mant"), Signal(signed(16), name=f"{name}_exp")
-    denormal_mant = barrel_shift(m, Cat(Const(0, 12), fraction), denormal_zeros, "left",
-                                 f"{name}_denormal")
-    with m.If(is_zero_field):
-        m.d.comb += [mant.eq(denormal_mant), exp.eq(-bias - denormal_zeros)]
-    with m.Else():
-        m.d.comb += [mant.eq(Cat(Const(0, 11), fraction, Const(1, 1))),
-                     exp.eq(exp_field - bias)]
-    return {"sign": sign, "exp_field": exp_field, "fraction": fraction,
-            "zero": is_zero_field & ~(is_denormal & ~flush),
+    return {"sign": sign, "exp_field": exp_field, "fraction": fraction, "bias": bias,
+            "zero_field": is_zero_field, "zero": is_zero_field & ~(is_denormal & ~flush),
             "infinity": exp_all_ones & ~fraction.any(), "nan": nan,
             "snan": nan & ~fraction[51],
-            "input_denormal": is_denormal & flush & (size != 1), "mant": mant, "exp": exp}
+            "input_denormal": is_denormal & flush & (size != 1)}
 
 
-def _round(m: Module, name: str, sign: Value, exp: Value, mant: Value, flush: Value,
-           mode: Value) -> tuple[Signal, Signal]:
+def _value(m: Module, name: str, unpacked: dict, zeros: Value, normalized: Value) -> None:
+    """Add to ``unpacked`` (of :func:`_unpack`) the value ``mant * 2^(exp - 63)``, bit 63 of
+    ``mant`` set: a denormal takes ``normalized``, ``Cat(Const(0, 12), fraction)`` shifted
+    left by its ``zeros`` leading zeros."""
+    mant, exp = Signal(64, name=f"{name}_mant"), Signal(signed(16), name=f"{name}_exp")
+    with m.If(unpacked["zero_field"]):
+        m.d.comb += [mant.eq(normalized), exp.eq(-unpacked["bias"] - zeros)]
+    with m.Else():
+        m.d.comb += [mant.eq(Cat(Const(0, 11), unpacked["fraction"], Const(1, 1))),
+                     exp.eq(unpacked["exp_field"] - unpacked["bias"])]
+    unpacked.update(mant=mant, exp=exp)
+
+
+def _pack(m: Module, result_format: Value, sign: Value, exp_field: Value, fraction: Value,
+          left_aligned: bool = False) -> Signal:
+    """The 64-bit container of ``sign``, ``exp_field`` and ``fraction`` in ``result_format``
+    (:data:`_FORMAT_CODES`), each field cut to the format's width: the fraction's low bits,
+    or with ``left_aligned`` its top bits of a 52-bit fraction."""
+    packed = Signal(64, name="packed")
+    with m.Switch(result_format):
+        for name, code in _FORMAT_CODES.items():
+            ebits, fbits = _FORMATS[name]
+            with m.Case(code):
+                fraction_bits = fraction[52 - fbits:52] if left_aligned else fraction[:fbits]
+                m.d.comb += packed.eq(Cat(fraction_bits, exp_field[:ebits], sign))
+    return packed
+
+
+def _round(m: Module, result_format: Value, sign: Value, exp: Value, mant: Value,
+           flush: Value, mode: Value, integer_shift: Value, to_integer: Value) -> dict:
     """``FPRoundBase`` of ``(-1)^sign * mant * 2^(exp - 63)`` (``mant`` nonzero with bit 63
-    set) into format ``name``: (the bits, the FPSR flags raised)."""
-    ebits, fbits = _FORMATS[name]
-    width = 1 + ebits + fbits
-    bias = (1 << (ebits - 1)) - 1
-    minimum_exp = 1 - bias
-    extra = fbits + 3
-    biased = Signal(signed(16), name=f"r_{name}_biased")
-    shift = Signal(range(extra + 1), name=f"r_{name}_shift")
-    wide = Signal(64 + extra, name=f"r_{name}_wide")
+    set) into ``result_format`` (:data:`_FORMAT_CODES`): the result container ``bits`` and
+    the FPSR ``flags`` raised.
+
+    One right shift aligns the kept bits of every format at bits 11 to 63 (by the fraction
+    bits the format lacks, plus the denormal shift) with the round bit below them; the bits
+    shifted out make the sticky bit through a trailing-zero count. With ``to_integer`` the
+    shifter instead moves ``mant`` right by ``integer_shift``: ``aligned`` is then the
+    integral part and ``lost`` says whether nonzero bits fell out (FCVTZS, FCVTZU)."""
+    bias = Signal(range(1024), name="round_bias")
+    missing_bits = Signal(range(53), name="round_missing_bits")     # 52 - fraction bits
+    exp_limit = Signal(11, name="round_exp_limit")                  # all-ones exponent
+    carry_bits = Signal(2, name="round_carry_bits")
+    biased = Signal(signed(16), name="round_biased")
+    denormal_shift = Signal(signed(17), name="round_denormal_shift")
+    shift = Signal(range(65), name="round_shift")
     m.d.comb += [biased.eq(exp + bias),
-                 shift.eq(Mux(biased > 0, 0, Mux(biased < 1 - extra, extra, 1 - biased))),
-                 wide.eq(barrel_shift(m, Cat(Const(0, extra), mant), shift, "right",
-                                       f"r_{name}_denormal"))]
-    top = len(wide)
-    int_mant = wide[top - fbits - 1:]
-    round_bit = wide[top - fbits - 2]
-    sticky = wide[:top - fbits - 2].any()
+                 denormal_shift.eq(missing_bits + 1 - biased),
+                 shift.eq(Mux(to_integer, integer_shift,
+                              Mux(biased > 0, missing_bits,
+                                  Mux(denormal_shift > 55, 55, denormal_shift))))]
+    aligned = barrel_shift(m, mant, shift, "right", "round")
+    lost = trailing_zeros(m, mant) < shift
+    int_mant = aligned[11:]
+    round_bit = aligned[10]
+    sticky = aligned[:10].any() | lost
     inexact = round_bit | sticky
-    round_up = Signal(name=f"r_{name}_up")
-    to_infinity = Signal(name=f"r_{name}_to_inf")
+    round_up = Signal(name="round_up")
+    to_infinity = Signal(name="round_to_infinity")
     with m.Switch(mode):
         with m.Case(_Mode.TIEEVEN):
             m.d.comb += [round_up.eq(round_bit & (sticky | int_mant[0])), to_infinity.eq(1)]
@@ -180,24 +217,59 @@ def _round(m: Module, name: str, sign: Value, exp: Value, mant: Value, flush: Va
             m.d.comb += [round_up.eq(inexact & ~sign), to_infinity.eq(~sign)]
         with m.Case(_Mode.NEGINF):
             m.d.comb += [round_up.eq(inexact & sign), to_infinity.eq(sign)]
+        with m.Case(_Mode.TIEAWAY):
+            m.d.comb += round_up.eq(round_bit)
     odd = (mode == _Mode.ODD) & inexact
-    packed = Signal(ebits + fbits + 1, name=f"r_{name}_packed")
-    exp_field = Mux(biased > 0, biased - 1, 0)[:ebits]
-    m.d.comb += packed.eq((exp_field << fbits) + (int_mant | odd) + round_up)
-    overflow = (biased >= (1 << ebits) - 1) | packed[fbits:fbits + ebits].all()
-    tiny = exp < minimum_exp
-    infinity = Const(((1 << ebits) - 1) << fbits, width - 1)
-    max_normal = Const((((1 << ebits) - 1) << fbits) - 1, width - 1)
-    bits, flags = Signal(width, name=f"r_{name}_bits"), Signal(8, name=f"r_{name}_flags")
+    rounded = Signal(54, name="round_rounded")
+    m.d.comb += rounded.eq((int_mant | odd) + round_up)
+    with m.Switch(result_format):
+        for name, code in _FORMAT_CODES.items():
+            ebits, fbits = _FORMATS[name]
+            with m.Case(code):
+                m.d.comb += [bias.eq((1 << (ebits - 1)) - 1), missing_bits.eq(52 - fbits),
+                             exp_limit.eq((1 << ebits) - 1),
+                             carry_bits.eq(rounded[fbits:fbits + 2])]
+    # The leading one and a carry out of the fraction add to the exponent field.
+    exp_field = Signal(12, name="round_exp_field")
+    m.d.comb += exp_field.eq(Mux(biased > 0, biased - 1, 0)[:11] + carry_bits)
+    overflow = (biased >= exp_limit) | (exp_field == exp_limit)
+    tiny = biased < 1
+    out_exp, out_fraction = Signal(11, name="round_out_exp"), Signal(52, name="round_out_fraction")
+    flags = Signal(8, name="round_flags")
     with m.If(flush & tiny):
-        m.d.comb += [bits.eq(Cat(Const(0, width - 1), sign)), flags.eq(_flags(ufc=1))]
+        m.d.comb += flags.eq(_flags(ufc=1))
     with m.Elif(overflow):
-        m.d.comb += [bits.eq(Cat(Mux(to_infinity, infinity, max_normal), sign)),
+        # Infinity, or the largest normal number: the fields cut to the format's width.
+        m.d.comb += [out_exp.eq(Mux(to_infinity, 0x7FF, 0x7FE)),
+                     out_fraction.eq(Mux(to_infinity, 0, (1 << 52) - 1)),
                      flags.eq(_flags(ofc=1, ixc=1))]
     with m.Else():
-        m.d.comb += [bits.eq(Cat(packed[:width - 1], sign)),
+        m.d.comb += [out_exp.eq(exp_field), out_fraction.eq(rounded[:52]),
                      flags.eq(_flags(ufc=tiny & inexact, ixc=inexact))]
-    return bits, flags
+    return {"bits": _pack(m, result_format, sign, out_exp, out_fraction), "flags": flags,
+            "aligned": aligned, "lost": lost, "up": round_up, "inexact": inexact}
+
+
+def _round_to_integral(m: Module, unpacked: dict, size: Value, up: Value) -> dict:
+    """FRINT<x> of a finite, nonzero operand of ``size`` (log2 bytes) with an exponent below
+    52, given whether it rounds ``up``: the bits of its significand below the units are
+    cleared and, rounding up, a one is added at the units (a carry reaching the exponent
+    field); a value below one becomes zero or one. (``bits``, ``zero``: the result is
+    zero.)"""
+    exp = unpacked["exp"]
+    # The significand, hidden bit at 52, with room for the units of values below one.
+    significand = Cat(unpacked["fraction"], ~unpacked["zero_field"], Const(0, 2))
+    units = Signal(range(55), name="integral_units")        # bit position of the units
+    m.d.comb += units.eq(Mux(exp < -2, 54, 52 - exp))
+    fraction_mask = Signal(55, name="integral_fraction_mask")
+    m.d.comb += fraction_mask.eq(Cat(units > position for position in range(55)))
+    # Ones below the units carry an increment up to them; the mask then clears them.
+    rounded = Signal(56, name="integral_rounded")
+    m.d.comb += rounded.eq(((significand | fraction_mask) + up) & ~fraction_mask)
+    exp_field = Mux(units > 52, unpacked["bias"], unpacked["exp_field"] + rounded[53])
+    return {"bits": _pack(m, size, unpacked["sign"], exp_field, rounded[:52],
+                          left_aligned=True),
+            "zero": rounded == 0}
 
 
 class VectorFpConvert(VectorExecutionUnit):
@@ -339,33 +411,8 @@ class VectorFpConvert(VectorExecutionUnit):
         is_zero, is_infinity, is_nan, is_snan = (first["zero"], first["infinity"], first["nan"],
                                                  first["snan"])
         input_denormal = first["input_denormal"]
-        fp_mant, fp_exp = first["mant"], first["exp"]
-        second = _unpack(m, "b", second_operand, source_size, flush_in)
-        iteration = self._iterate(m, busy, kind, source_size, first, second)
 
-        # ---- the integral part: truncation (FCVTZS/FCVTZU) and FRINT<x>
-        int_shift = Signal(range(128))
-        shifted = Signal(128)
-        m.d.comb += [int_shift.eq(Mux(fp_exp > 63, 0, Mux(fp_exp < -64, 127, 63 - fp_exp))),
-                     shifted.eq(barrel_shift(m, Cat(Const(0, 64), fp_mant), int_shift, "right",
-                                             "integral"))]
-        integral, fraction_part = shifted[64:], shifted[:64]
-        inexact = fraction_part.any() & ~is_zero
-        half_bit, below_half = fraction_part[63], fraction_part[:63].any()
-        up = Signal()
-        with m.Switch(mode):
-            with m.Case(_Mode.TIEEVEN):
-                m.d.comb += up.eq(half_bit & (below_half | integral[0]))
-            with m.Case(_Mode.POSINF):
-                m.d.comb += up.eq(inexact & ~sign)
-            with m.Case(_Mode.NEGINF):
-                m.d.comb += up.eq(inexact & sign)
-            with m.Case(_Mode.TIEAWAY):
-                m.d.comb += up.eq(half_bit)
-        rounded_integral = Signal(64)
-        m.d.comb += rounded_integral.eq(integral + up)
-
-        # ---- an integer magnitude to normalize: the integer source, or FRINT's integral value
+        # ---- the integer source's magnitude (SCVTF, UCVTF)
         int_source = Signal(64)
         with m.Switch(source_size):
             for log2 in (1, 2, 3):
@@ -375,17 +422,28 @@ class VectorFpConvert(VectorExecutionUnit):
                     m.d.comb += int_source.eq(Cat(operand[:bits], extension))
         int_negative = int_source[63] & ~unsigned
         magnitude = Signal(64)
-        m.d.comb += magnitude.eq(Mux(kind == _Kind.ROUND_INT, rounded_integral,
-                                     Mux(int_negative, -int_source, int_source)))
-        magnitude_zeros = leading_zeros(m, magnitude)
-        normalized_magnitude = barrel_shift(m, magnitude, magnitude_zeros, "left",
-                                            "integer_normalize")
+        m.d.comb += magnitude.eq(Mux(int_negative, -int_source, int_source))
+        second = _unpack(m, "b", second_operand, source_size, flush_in)
+        # One leading-zero count and left shift normalize the integer magnitude or a denormal
+        # fraction: the first operand's, but FDIV's divisor after the recurrence's first step.
+        int_to_fp = kind == _Kind.INT_TO_FP
+        divisor_step = Signal()
+        to_normalize = Signal(64)
+        m.d.comb += to_normalize.eq(Mux(int_to_fp, magnitude, Cat(
+            Const(0, 12), Mux(divisor_step, second["fraction"], fraction))))
+        zeros = leading_zeros(m, to_normalize)
+        normalized = barrel_shift(m, to_normalize, zeros, "left", "normalize")
+        _value(m, "a", first, zeros, normalized)
+        _value(m, "b", second, zeros, normalized)
+        fp_mant, fp_exp = first["mant"], first["exp"]
+        iteration = self._iterate(m, busy, kind, source_size, first, second)
+        m.d.comb += divisor_step.eq(iteration["divisor_step"])
+
         # ---- the value to round
         round_sign, round_exp, round_mant = Signal(), Signal(signed(16)), Signal(64)
-        with m.If((kind == _Kind.INT_TO_FP) | (kind == _Kind.ROUND_INT)):
-            m.d.comb += [round_sign.eq(Mux(kind == _Kind.ROUND_INT, sign, int_negative)),
-                         round_exp.eq(63 - magnitude_zeros),
-                         round_mant.eq(normalized_magnitude)]
+        with m.If(int_to_fp):
+            m.d.comb += [round_sign.eq(int_negative), round_exp.eq(63 - zeros),
+                         round_mant.eq(normalized)]
         with m.Elif((kind == _Kind.DIVIDE) | (kind == _Kind.SQRT)):
             m.d.comb += [round_sign.eq(sign ^ (second["sign"] & (kind == _Kind.DIVIDE))),
                          round_exp.eq(iteration["exp"]), round_mant.eq(iteration["mant"])]
@@ -394,8 +452,14 @@ class VectorFpConvert(VectorExecutionUnit):
         # FCVT flushes only single and double results (FZ); BFloat16 is flushed by FZ.
         result_half = result_size == 1
         flush_out = Mux(result_half & (kind != _Kind.BFCVT), fz16 & (kind != _Kind.CONVERT), fz)
-        rounded = {name: _round(m, name, round_sign, round_exp, round_mant, flush_out, mode)
-                   for name in _FORMATS}
+        round_format = Mux(kind == _Kind.BFCVT, _FORMAT_CODES["bf"], result_size)
+        # FCVTZS and FCVTZU take the rounder's shifter for the integral part, FRINT<x> for
+        # its rounding: the units then at bit 11, above the round bit.
+        round_int = kind == _Kind.ROUND_INT
+        units = Mux(round_int, 52, 63)
+        integer_shift = Mux(fp_exp > units, 0, Mux(fp_exp < units - 64, 64, units - fp_exp))
+        rounded = _round(m, round_format, round_sign, round_exp, round_mant, flush_out, mode,
+                         integer_shift, (kind == _Kind.FP_TO_INT) | round_int)
 
         # ---- per-format results: the rounded value, or the special cases
         result, result_flags = Signal(64), Signal(8)
@@ -432,8 +496,6 @@ class VectorFpConvert(VectorExecutionUnit):
                 infinity = by_result_format({name: ieee(name, sign, (1 << _FORMATS[name][0]) - 1,
                                                         0) for name in _FORMATS})
                 zero = by_result_format({name: ieee(name, sign, 0, 0) for name in _FORMATS})
-                value = by_result_format({name: rounded[name][0] for name in _FORMATS})
-                value_flags = by_result_format({name: rounded[name][1] for name in _FORMATS})
                 with m.If(is_nan):
                     m.d.comb += [result.eq(nan), result_flags.eq(nan_flags)]
                 with m.Elif(is_infinity):
@@ -441,23 +503,18 @@ class VectorFpConvert(VectorExecutionUnit):
                 with m.Elif(is_zero):
                     m.d.comb += [result.eq(zero), result_flags.eq(_flags(idc=input_denormal))]
                 with m.Else():
-                    m.d.comb += [result.eq(value), result_flags.eq(value_flags[:8])]
+                    m.d.comb += [result.eq(rounded["bits"]), result_flags.eq(rounded["flags"])]
             with m.Case(_Kind.INT_TO_FP):
-                value = by_result_format({name: rounded[name][0] for name in _FORMATS})
-                value_flags = by_result_format({name: rounded[name][1] for name in _FORMATS})
                 with m.If(magnitude != 0):
-                    m.d.comb += [result.eq(value), result_flags.eq(value_flags[:8])]
+                    m.d.comb += [result.eq(rounded["bits"]), result_flags.eq(rounded["flags"])]
             with m.Case(_Kind.FP_TO_INT):
-                self._to_integer(m, result, result_flags, sign, fp_exp, integral, inexact,
-                                 is_nan, is_infinity, is_zero, input_denormal, result_size,
-                                 unsigned)
+                self._to_integer(m, result, result_flags, sign, fp_exp, rounded["aligned"],
+                                 rounded["lost"] & ~is_zero, is_nan, is_infinity, is_zero,
+                                 input_denormal, result_size, unsigned)
             with m.Case(_Kind.ROUND_INT):
                 processed = self._process_nan(m, operand, source_size, is_snan, dn)
-                value = Signal(64)
-                with m.Switch(source_size):
-                    for log2, name in _IEEE.items():
-                        with m.Case(log2):
-                            m.d.comb += value.eq(rounded[name][0])
+                integral = _round_to_integral(m, first, source_size, rounded["up"])
+                inexact = rounded["inexact"] & ~is_zero
                 with m.If(is_nan):
                     m.d.comb += [result.eq(processed), result_flags.eq(nan_flags)]
                 with m.Elif(is_zero | is_infinity | (fp_exp >= 52)):
@@ -466,11 +523,12 @@ class VectorFpConvert(VectorExecutionUnit):
                     m.d.comb += [result.eq(Mux(is_zero, operand & self._sign_mask(m, source_size),
                                                operand)),
                                  result_flags.eq(_flags(idc=input_denormal))]
-                with m.Elif(rounded_integral == 0):
+                with m.Elif(integral["zero"]):
                     m.d.comb += [result.eq(operand & self._sign_mask(m, source_size)),
                                  result_flags.eq(_flags(ixc=exact & inexact))]
                 with m.Else():
-                    m.d.comb += [result.eq(value), result_flags.eq(_flags(ixc=exact & inexact))]
+                    m.d.comb += [result.eq(integral["bits"]),
+                                 result_flags.eq(_flags(ixc=exact & inexact))]
             with m.Case(_Kind.RECPX):
                 processed = self._process_nan(m, operand, source_size, is_snan, dn)
                 inverted = Signal(64)
@@ -520,6 +578,8 @@ class VectorFpConvert(VectorExecutionUnit):
         # The root of S * 2^-52 (S in [2^52, 2^54), the exponent made even), as the integer
         # square root of S * 2^(2k - 52) with its 2k + 2 bits at the top of ``radicand``.
         odd = first["exp"][0]
+        # The divisor takes the normalizer after step 0: the dividend's exponent is kept.
+        dividend_exp = Signal(signed(16))
         iterative = (kind == _Kind.DIVIDE) | (kind == _Kind.SQRT)
         with m.Switch(size):
             for log2, name in _IEEE.items():
@@ -527,22 +587,23 @@ class VectorFpConvert(VectorExecutionUnit):
                     m.d.comb += last.eq(_FORMATS[name][1] + 5)
         trial_root = Cat(Const(1, 2), quotient)[:60]     # (Q << 2) | 1
         shifted_remainder = Cat(radicand[110:], partial)[:60]
-        root_bit = shifted_remainder >= trial_root
-        quotient_bit = partial >= divisor
+        # One subtraction serves both recurrences; no borrow out of it is the new bit.
+        minuend = Mux(kind == _Kind.DIVIDE, partial, shifted_remainder)
+        difference = Signal(61)
+        m.d.comb += difference.eq(minuend - Mux(kind == _Kind.DIVIDE, divisor, trial_root))
+        digit = ~difference[60]
+        remainder = Mux(digit, difference[:60], minuend)
         with m.If(busy & iterative):
             m.d.sync += step.eq(Mux(step == last, 0, step + 1))
             with m.If(step == 0):
-                m.d.sync += [quotient.eq(0),
+                m.d.sync += [quotient.eq(0), dividend_exp.eq(first["exp"]),
                              partial.eq(Mux(kind == _Kind.DIVIDE, first["mant"][11:], 0)),
                              radicand.eq(Mux(odd, first["mant"][11:] << 1, first["mant"][11:])
                                          << 58)]
             with m.Elif(kind == _Kind.DIVIDE):
-                m.d.sync += [quotient.eq(Cat(quotient_bit, quotient)),
-                             partial.eq(Mux(quotient_bit, partial - divisor, partial) << 1)]
+                m.d.sync += [quotient.eq(Cat(digit, quotient)), partial.eq(remainder << 1)]
             with m.Else():
-                m.d.sync += [quotient.eq(Cat(root_bit, quotient)),
-                             partial.eq(Mux(root_bit, shifted_remainder - trial_root,
-                                            shifted_remainder)),
+                m.d.sync += [quotient.eq(Cat(digit, quotient)), partial.eq(remainder),
                              radicand.eq(radicand << 2)]
         # k = F + 3 fraction bits: the leading bit is at k, or k - 1 for a quotient below 1.
         mant, exp = Signal(64), Signal(signed(16))
@@ -556,11 +617,12 @@ class VectorFpConvert(VectorExecutionUnit):
                                      exp.eq(first["exp"] >> 1)]
                     with m.Elif(quotient[k]):
                         m.d.comb += [mant.eq(Cat(sticky, (quotient << (63 - k))[1:64])),
-                                     exp.eq(first["exp"] - second["exp"])]
+                                     exp.eq(dividend_exp - second["exp"])]
                     with m.Else():
                         m.d.comb += [mant.eq(Cat(sticky, (quotient << (64 - k))[1:64])),
-                                     exp.eq(first["exp"] - second["exp"] - 1)]
-        return {"done": ~iterative | (step == last), "mant": mant, "exp": exp}
+                                     exp.eq(dividend_exp - second["exp"] - 1)]
+        return {"done": ~iterative | (step == last), "mant": mant, "exp": exp,
+                "divisor_step": (kind == _Kind.DIVIDE) & (step != 0)}
 
     @staticmethod
     def _divide_sqrt_result(m, result, result_flags, kind, operand, second_operand, size,
@@ -598,8 +660,8 @@ class VectorFpConvert(VectorExecutionUnit):
                     with m.Elif(first["sign"]):
                         m.d.comb += [result.eq(default), result_flags.eq(_flags(ioc=1))]
                     with m.Else():
-                        m.d.comb += [result.eq(rounded[name][0]),
-                                     result_flags.eq(denormals | rounded[name][1])]
+                        m.d.comb += [result.eq(rounded["bits"]),
+                                     result_flags.eq(denormals | rounded["flags"])]
                 with m.Elif((first["infinity"] & second["infinity"])
                             | (first["zero"] & second["zero"])):
                     m.d.comb += [result.eq(default), result_flags.eq(denormals | _flags(ioc=1))]
@@ -609,8 +671,8 @@ class VectorFpConvert(VectorExecutionUnit):
                 with m.Elif(first["zero"] | second["infinity"]):
                     m.d.comb += [result.eq(zero), result_flags.eq(denormals)]
                 with m.Else():
-                    m.d.comb += [result.eq(rounded[name][0]),
-                                 result_flags.eq(denormals | rounded[name][1])]
+                    m.d.comb += [result.eq(rounded["bits"]),
+                                 result_flags.eq(denormals | rounded["flags"])]
 
     @staticmethod
     def _sign_mask(m, size):
