@@ -7,21 +7,36 @@ docs/isa.md, "Streaming SVE floating point", states the semantics; the reference
 ``tests/test_hw_vector_fp_compare.py``.
 
 Nothing here rounds: every result is one of the operands (flushed to a signed zero when
-FPCR.FZ/FZ16 flushes a denormal), a NaN, or a truth. Each element therefore needs one magnitude
-comparator, which this unit has for every element of every size (half, single, double) in a
-chunk of the vector (below): the operands are mapped to unsigned keys ordered like the values,
-``-0`` just below ``+0``, and one ``>`` and one ``==`` of the keys serve the compares (which
-treat the zeros as equal) and the selects (for which FMAX(+0, -0) is +0).
+FPCR.FZ/FZ16 flushes a denormal), a NaN, or a truth. One datapath serves every element size
+(half, single, double) of a chunk of the vector (``_elements``), in 16-bit segments, the half
+precision element. One subtraction of the operands' bit patterns, its carries cut at the
+element boundaries, gives each element's unsigned ``<``, and the segments of its difference
+being all zero its ``==``; with the signs these order the values (for operands of one sign the
+patterns order the magnitudes), ``-0`` just below ``+0`` and a flushed denormal as the zero of
+its sign. That order serves the compares (which treat the zeros as equal) and the selects
+(for which FMAX(+0, -0) is +0). Each element's fields are classified (NaN, denormal, zero)
+and its result decided (which operand, or a NaN) at each element size; the decisions reach
+every segment of the element, and each result bit is the chosen operand's bit (cleared below
+the sign for a flushed denormal, the quiet bit set for a NaN) or the default NaN's bit.
+
+The operands are formed in front of the datapath once for every size: the constants of an
+element size (its sign bits, the immediates, a reduction's identity) are 64-bit patterns
+repeated along the vector. FCMLT/FCMLE (#0.0), which compare 0 with the element, compare the
+element with 0 and exchange the truths of ``<`` and ``>``.
 
 Timing: the op is latched (``x_`` registers) on the cycle it is taken and the result is
 registered on the next, so an element operation's result leaves two cycles after its op. A
 reduction (FMAXV, FMINNMV, ...) follows ``FPReducePredicated``: inactive elements become the
-operation's identity, then each step combines the element pairs ``(2i, 2i+1)`` into element
-``i`` with the same element datapath (an even/odd unzip at the element size in front of it),
-which is the model's recursive halving; it takes ``log2(SVL / esize)`` more steps, a cycle each.
-The datapath covers ``vector_bits_per_cycle`` bits (a whole vector by default): with fewer, an
-element operation and each reduction step take ``SVL / vector_bits_per_cycle`` cycles, one
-chunk each (a step writes its pairs' results over the chunks it has already read).
+operation's identity, then each step combines pairs of elements with the same element
+datapath, the second operand the vector shifted down by the pairs' distance: first the
+elements ``(2i, 2i+1)``, their results left in place at element ``2i``, then those results two
+elements apart, four, ..., which is the model's recursive halving. It takes
+``log2(SVL / esize)`` more steps, a cycle each, and a last cycle that passes element 0 through
+the datapath to the result. The datapath covers ``vector_bits_per_cycle`` bits (a whole vector
+by default): with fewer, an element operation and each reduction step take ``SVL /
+vector_bits_per_cycle`` cycles, one chunk each (a step writes its results over the chunk it
+has just read; its partners are above it). FABS, FNEG and the moves pass an operand through
+the datapath too (FABS clearing, FNEG flipping, the sign bits).
 
 Exceptions (FPSR bits): Invalid Operation for a signalling NaN operand, and for any NaN of
 FCMGE/FCMGT/FACGE/FACGT (and their LE/LT spellings); Input Denormal for a single or double
@@ -44,9 +59,18 @@ __all__ = ["VectorFpCompare"]
 _FP_SIZES = (1, 2, 3)
 #: Exponent bits by element width.
 _EXPONENT_BITS = {16: 5, 32: 8, 64: 11}
+#: Bits of a segment of the datapath: the smallest element.
+_SEGMENT_BITS = 16
+#: Bits of the patterns the constants of every element size repeat in: the largest element.
+_PATTERN_BITS = 64
 
 _SELECTS = (Op.FP_MAXNM, Op.FP_MINNM, Op.FP_MAX, Op.FP_MIN)
-_COMPARES = (Op.FP_CMPGE, Op.FP_CMPGT, Op.FP_CMPEQ, Op.FP_CMPNE, Op.FP_CMPUN)
+#: Compares: op -> whether it is true when the first operand is less than, equal to or greater
+#: than the second, and when they are unordered.
+_COMPARE_TRUTHS = {Op.FP_CMPGE: (0, 1, 1, 0), Op.FP_CMPGT: (0, 0, 1, 0),
+                   Op.FP_CMPEQ: (0, 1, 0, 0), Op.FP_CMPNE: (1, 0, 1, 1),
+                   Op.FP_CMPUN: (0, 0, 0, 1)}
+_COMPARES = tuple(_COMPARE_TRUTHS)
 _SIGNS = (Op.FP_ABS, Op.FP_NEG)
 _MOVES = (Op.FP_DUP_IMM, Op.FP_CPY_IMM)
 #: Reductions and the element operation each applies to pairs.
@@ -90,16 +114,27 @@ def _expand_immediate(imm8: Value, width: int) -> Value:
                b.replicate(exponent_bits - 3), ~b, imm8[7])
 
 
-def _replicated(value: Value | int, width: int, maxb: int) -> Value:
-    """``value`` (``width`` bits) in every element of a ``maxb``-byte vector."""
+def _replicated(value: Value | int, width: int, bits: int) -> Value:
+    """``value`` (``width`` bits) in every element of a ``bits``-bit vector."""
     value = Const(value, width) if isinstance(value, int) else Value.cast(value)
     assert len(value) == width, (value, width)
-    return Cat(*[value] * (8 * maxb // width))
+    return Cat(*[value] * (bits // width))
 
 
 def _byte_bits(byte_mask: Value) -> Value:
     """One bit per byte widened to eight bits per byte."""
     return Cat(*(bit.replicate(8) for bit in byte_mask))
+
+
+def _per_size(m: Module, esize_log2: Value, name: str, width: int, value_of) -> Signal:
+    """A signal of ``width`` bits that is ``value_of(log2)`` for the floating-point element
+    size ``2^esize_log2`` bytes."""
+    value = Signal(width, name=name)
+    with m.Switch(esize_log2):
+        for log2 in _FP_SIZES:
+            with m.Case(log2):
+                m.d.comb += value.eq(value_of(log2))
+    return value
 
 
 class _Controls:
@@ -109,76 +144,165 @@ class _Controls:
         self.minimum = Signal()        # FMIN, FMINNM (else the maximum)
         self.numbers = Signal()        # FMAXNM/FMINNM: a quiet NaN loses to a number
         self.ordered = Signal()        # GE/GT: any NaN is Invalid Operation
-        self.eq = Signal()
-        self.ne = Signal()
-        self.ge = Signal()
-        self.gt = Signal()
-        self.un = Signal()
+        self.less = Signal()           # the compare's truth by the operands' order
+        self.equal = Signal()
+        self.greater = Signal()
+        self.unordered = Signal()
         self.default_nan = Signal()    # FPCR.DN
         self.flush = Signal()          # FPCR.FZ (single, double)
         self.flush16 = Signal()        # FPCR.FZ16 (half)
+        self.moving = Signal()         # FMOV: the result passes the second operand (else the first)
+        self.clear_sign = Signal()     # FABS
+        self.flip_sign = Signal()      # FNEG
 
 
-def _element(m: Module, name: str, width: int, a: Value, b: Value, ctl: _Controls
-             ) -> tuple[Value, Value, Value, Value]:
-    """FPMax/FPMin(Num) and FPCompare of one element: the selected value, the compare's
-    truth, Invalid Operation and Input Denormal."""
+class _Decision:
+    """One element's decisions, which reach every segment of it."""
+
+    NAMES = ("take_first", "zero", "nan", "truth", "invalid", "denormal")
+
+    def __init__(self, name: str):
+        self.take_first = Signal(name=f"{name}_take_first")  # the result's bits: a's, else b's
+        self.zero = Signal(name=f"{name}_zero")               # a flushed zero: clear below sign
+        self.nan = Signal(name=f"{name}_nan")                 # a NaN result: quieten
+        self.truth = Signal(name=f"{name}_truth")
+        self.invalid = Signal(name=f"{name}_invalid")
+        self.denormal = Signal(name=f"{name}_denormal")
+
+
+def _element(m: Module, name: str, a: Value, b: Value, below: Value, equal: Value,
+             ctl: _Controls) -> _Decision:
+    """FPMax/FPMin(Num) and FPCompare of one element from its operands ``a`` and ``b``,
+    whether ``a`` is below ``b`` as unsigned patterns and whether they are equal."""
+    width = len(a)
     exponent_bits, fraction_bits = _fields(width)
     flush = ctl.flush16 if width == 16 else ctl.flush
 
-    def signal(suffix, bits=1):
-        return Signal(bits, name=f"{name}_{suffix}")
-
     def classify(x: Value, tag: str):
         exponent, fraction = x[fraction_bits:width - 1], x[:fraction_bits]
-        nan, snan, denormal = signal(f"{tag}_nan"), signal(f"{tag}_snan"), signal(f"{tag}_den")
-        m.d.comb += [nan.eq(exponent.all() & fraction.any()),
-                     snan.eq(exponent.all() & fraction.any() & ~fraction[-1]),
-                     denormal.eq(~exponent.any() & fraction.any())]
-        return nan, snan, denormal
+        nan, quiet = Signal(name=f"{name}_{tag}_nan"), Signal(name=f"{name}_{tag}_quiet")
+        denormal = Signal(name=f"{name}_{tag}_den")
+        zero = Signal(name=f"{name}_{tag}_zero")   # a zero, or a denormal flushed to one
+        m.d.comb += [nan.eq(exponent.all() & fraction.any()), quiet.eq(fraction[-1]),
+                     denormal.eq(~exponent.any() & fraction.any()),
+                     zero.eq(~exponent.any() & (flush | ~fraction.any()))]
+        return nan, quiet, denormal, zero
 
-    a_nan, _, a_denormal = classify(a, "a")
-    b_nan, _, b_denormal = classify(b, "b")
-    # FPMaxNum: one quiet NaN becomes the infinity that loses to any number.
-    a_quiet, b_quiet = a_nan & a[fraction_bits - 1], b_nan & b[fraction_bits - 1]
-    loser = Mux(ctl.minimum, Const(_infinity(width, 0), width),
-                Const(_infinity(width, 1), width))
-    x, y = signal("x", width), signal("y", width)
-    m.d.comb += [x.eq(Mux(ctl.numbers & a_quiet & ~b_quiet, loser, a)),
-                 y.eq(Mux(ctl.numbers & b_quiet & ~a_quiet, loser, b))]
-    x_nan, x_snan, x_denormal = classify(x, "x")
-    y_nan, y_snan, y_denormal = classify(y, "y")
-    # Flushed operands: a denormal becomes the zero of its sign.
-    x_flushed, y_flushed = signal("xf", width), signal("yf", width)
-    m.d.comb += [x_flushed.eq(Mux(flush & x_denormal, Cat(Const(0, width - 1), x[-1]), x)),
-                 y_flushed.eq(Mux(flush & y_denormal, Cat(Const(0, width - 1), y[-1]), y))]
-    x_zero = ~x_flushed[:width - 1].any()
-    y_zero = ~y_flushed[:width - 1].any()
-    # Keys ordered like the values, -0 just below +0.
-    x_key, y_key = signal("xk", width), signal("yk", width)
-    m.d.comb += [x_key.eq(Mux(x_flushed[-1], ~x_flushed, x_flushed ^ (1 << (width - 1)))),
-                 y_key.eq(Mux(y_flushed[-1], ~y_flushed, y_flushed ^ (1 << (width - 1))))]
-    above, same = signal("above"), signal("same")
-    m.d.comb += [above.eq(x_key > y_key), same.eq(x_key == y_key)]
-    any_nan, any_snan = x_nan | y_nan, x_snan | y_snan
-    both_zero = x_zero & y_zero
-    greater = above & ~both_zero
-    equal = same | both_zero
-    truth = signal("truth")
-    m.d.comb += truth.eq(Mux(any_nan, ctl.ne | ctl.un,
-                             (ctl.eq & equal) | (ctl.ne & ~equal) | (ctl.ge & (greater | equal))
-                             | (ctl.gt & greater)))
+    a_nan, a_quiet_bit, a_denormal, a_zero = classify(a, "a")
+    b_nan, b_quiet_bit, b_denormal, b_zero = classify(b, "b")
+    a_sign, b_sign = a[-1], b[-1]
+    a_quiet, b_quiet = a_nan & a_quiet_bit, b_nan & b_quiet_bit
+    a_signalling, b_signalling = a_nan & ~a_quiet_bit, b_nan & ~b_quiet_bit
+    # FPMaxNum: one quiet NaN becomes the infinity that loses to any number: the other operand.
+    a_loses = ctl.numbers & a_quiet & ~b_quiet
+    b_loses = ctl.numbers & b_quiet & ~a_quiet
+    any_nan = Signal(name=f"{name}_any_nan")
+    m.d.comb += any_nan.eq(a_nan & ~a_loses | b_nan & ~b_loses)
+    # The order of the values, -0 just below +0 and a flushed denormal the zero of its sign.
+    both_zero = a_zero & b_zero
+    above, same = Signal(name=f"{name}_above"), Signal(name=f"{name}_same")
+    m.d.comb += [
+        above.eq(Mux(a_sign == b_sign, Mux(a_sign, below, ~below & ~equal) & ~both_zero,
+                     b_sign)),
+        same.eq((a_sign == b_sign) & (equal | both_zero)),
+    ]
+    decision = _Decision(name)
     # FPProcessNaNs: the first signalling NaN, else the first quiet one, quietened.
-    quiet_bit = 1 << (fraction_bits - 1)
-    nan = Mux(x_snan | ~y_snan & x_nan, x | quiet_bit, y | quiet_bit)
-    chosen = Mux(Mux(ctl.minimum, ~above & ~same, above), x_flushed, y_flushed)
-    result = signal("result", width)
-    m.d.comb += result.eq(Mux(any_nan, Mux(ctl.default_nan, Const(_default_nan(width), width), nan),
-                              chosen))
-    invalid, denormal_input = signal("ioc"), signal("idc")
-    m.d.comb += [invalid.eq(Mux(ctl.ordered, any_nan, any_snan)),
-                 denormal_input.eq(flush & (a_denormal | b_denormal) if width != 16 else 0)]
-    return result, truth, invalid, denormal_input
+    first_nan = a_signalling | ~b_signalling & a_nan
+    first_value = b_loses | ~a_loses & Mux(ctl.minimum, ~above & ~same, above)
+    greater = above & ~both_zero
+    equal_value = same | both_zero
+    m.d.comb += [
+        decision.take_first.eq(Mux(any_nan, first_nan, first_value)),
+        decision.zero.eq(~any_nan & Mux(decision.take_first, a_zero, b_zero)),
+        decision.nan.eq(any_nan),
+        decision.truth.eq(Mux(any_nan, ctl.unordered,
+                              ctl.less & ~greater & ~equal_value | ctl.equal & equal_value
+                              | ctl.greater & greater)),
+        decision.invalid.eq(Mux(ctl.ordered, any_nan, a_signalling | b_signalling)),
+        decision.denormal.eq(flush & (a_denormal | b_denormal) if width != 16 else 0),
+    ]
+    return decision
+
+
+def _elements(m: Module, esize_log2: Value, a: Value, b: Value, passing: Value,
+              ctl: _Controls) -> tuple[Value, Value, Value, Value]:
+    """The element datapath over the chunks ``a`` and ``b`` of elements of ``2^esize_log2``
+    bytes: the selects' results (or, when ``passing``, an operand passed through, its sign
+    cleared by FABS and flipped by FNEG), and one bit per byte (at each element's first byte)
+    of the compares' truths, Invalid Operation and Input Denormal.
+
+    One subtraction ``a + ~b + 1`` of the chunk, a spacer bit below each segment: at the first
+    segment of an element both its operand bits are 1 (the ``+ 1``, its sum bit the carry out
+    of the element below), inside an element 1 and 0 (it passes the carry on)."""
+    segments = len(a) // _SEGMENT_BITS
+
+    def segment(value, index):
+        return value[_SEGMENT_BITS * index:_SEGMENT_BITS * (index + 1)]
+
+    def segments_of(log2):
+        return 1 << log2 >> 1
+
+    starts = _per_size(m, esize_log2, "segment_starts", segments, lambda log2: Cat(
+        Const(index % segments_of(log2) == 0) for index in range(segments)))
+    total = Signal((_SEGMENT_BITS + 1) * segments + 1)
+    m.d.comb += total.eq(Cat(Cat(Const(1), segment(a, k)) for k in range(segments))
+                         + Cat(Cat(starts[k], ~segment(b, k)) for k in range(segments)))
+    # At each segment, as if it were the last of its element.
+    carries = Cat(total[(_SEGMENT_BITS + 1) * (k + 1)] for k in range(segments))
+    segment_equal = Signal(segments)
+    m.d.comb += segment_equal.eq(Cat(
+        ~total[(_SEGMENT_BITS + 1) * k + 1:(_SEGMENT_BITS + 1) * (k + 1)].any()
+        for k in range(segments)))
+
+    decisions = {}
+    for log2 in _FP_SIZES:
+        width, count = 8 << log2, segments_of(log2)
+        decisions[log2] = [
+            _element(m, f"e{width}_{i}", a[i * width:(i + 1) * width],
+                     b[i * width:(i + 1) * width], ~carries[(i + 1) * count - 1],
+                     segment_equal[i * count:(i + 1) * count].all(), ctl)
+            for i in range(len(a) // width)]
+    # The result's decisions at every segment of their element, the compare's truth and the
+    # exceptions at the first.
+    def at_segments(name, first_only):
+        return _per_size(m, esize_log2, f"segment_{name}", segments, lambda log2: Cat(
+            getattr(decisions[log2][index // segments_of(log2)], name)
+            if index % segments_of(log2) == 0 or not first_only else Const(0)
+            for index in range(segments)))
+
+    def per_bit(segment_bits):
+        return Cat(bit.replicate(_SEGMENT_BITS) for bit in segment_bits)
+
+    def pattern(name, value_of):
+        return _per_size(m, esize_log2, name, len(a),
+                         lambda log2: _replicated(value_of(8 << log2), 8 << log2, len(a)))
+
+    take_first, nan, zero = Signal(segments), Signal(segments), Signal(segments)
+    m.d.comb += [
+        take_first.eq(Mux(passing, ~ctl.moving.replicate(segments),
+                          at_segments("take_first", False))),
+        nan.eq(at_segments("nan", False) & ~passing.replicate(segments)),
+        zero.eq(at_segments("zero", False) & ~passing.replicate(segments)),
+    ]
+    sign_bits = pattern("sign_bits", lambda width: 1 << (width - 1))
+    quiet_bits = pattern("quiet_bits", lambda width: 1 << (_fields(width)[1] - 1))
+    default_nan = pattern("default_nan", _default_nan)
+    chosen, default_bits = Signal(len(a)), Signal(len(a))
+    cleared, results = Signal(len(a)), Signal(len(a))
+    m.d.comb += [
+        chosen.eq(a & per_bit(take_first) | b & ~per_bit(take_first)),
+        default_bits.eq(per_bit(nan & ctl.default_nan.replicate(segments))),
+        cleared.eq(per_bit(zero) & ~sign_bits | ctl.clear_sign.replicate(len(a)) & sign_bits),
+        results.eq((default_bits & default_nan
+                    | ~default_bits & (chosen & ~cleared | per_bit(nan) & quiet_bits))
+                   ^ ctl.flip_sign.replicate(len(a)) & sign_bits),
+    ]
+
+    def first_bytes(name):
+        return Cat(Cat(bit, Const(0, _SEGMENT_BITS // 8 - 1)) for bit in at_segments(name, True))
+
+    return results, first_bytes("truth"), first_bytes("invalid"), first_bytes("denormal")
 
 
 class VectorFpCompare(VectorExecutionUnit):
@@ -220,55 +344,48 @@ class VectorFpCompare(VectorExecutionUnit):
         x_a, x_b = Signal(8 * maxb), Signal(8 * maxb)
         x_governing, x_svl_mask = Signal(maxb), Signal(maxb)
         x_steps = Signal(range(8))          # reduction steps still to do
+        x_distance = Signal(range(maxb.bit_length() + 1))  # log2 of a step's pairs' bytes apart
         x_invalid, x_denormal = Signal(), Signal()
         ctl = _Controls()
 
-        # ---- operands as the form gives them, per element size
+        # ---- operands as the form gives them; the constants of the element size repeat
+        # every 64 bits
         first = Value.cast(payload.first)
         second_vector = Value.cast(payload.second)
         is_reduction, is_move = Signal(), Signal()
         m.d.comb += [is_reduction.eq(Cat(*(op == o for o in _REDUCTIONS)).any()),
                      is_move.eq((op == Op.FP_DUP_IMM) | (op == Op.FP_CPY_IMM))]
-        d_a, d_b = Signal(8 * maxb), Signal(8 * maxb)
-        by_size = {}
-        for log2 in _FP_SIZES:
-            width = 8 << log2
+        d_size = decoded.esize_log2
 
-            def signal(name, bits=8 * maxb):
-                return Signal(bits, name=f"d{width}_{name}")
-            sign_bits = _replicated(1 << (width - 1), width, maxb)
-            constant, moved = signal("constant", width), signal("moved")
-            second, left, right = signal("second"), signal("left"), signal("right")
-            magnitude, identity, active = signal("magnitude"), signal("identity", width), \
-                signal("active")
-            a_value, b_value = signal("a"), signal("b")
-            m.d.comb += [
-                constant.eq(Mux(present.imm & fields.imm[0], _one(width), 0)),
-                moved.eq(_replicated(_expand_immediate(fields.imm8[:8], width), width, maxb)),
-                second.eq(Mux(present.zm, second_vector, _replicated(constant, width, maxb))),
-                left.eq(Mux(flags.swapped, second, first)),
-                right.eq(Mux(flags.swapped, first, second)),
-                magnitude.eq(Mux(flags.absolute, ~sign_bits, Const(-1, 8 * maxb))),
-                identity.eq(Mux(op == Op.FP_MAXV, _infinity(width, 1),
-                                Mux(op == Op.FP_MINV, _infinity(width, 0),
-                                    _default_nan(width)))),
-                active.eq(_byte_bits(active_bytes(payload.governing, log2, maxb))),
-                a_value.eq(Mux(is_reduction,
-                               (first & active) | (_replicated(identity, width, maxb) & ~active),
-                               left & magnitude)),
-                b_value.eq(Mux(is_move, moved, Mux(op == Op.FP_NEG, sign_bits,
-                                                  Mux(op == Op.FP_ABS, ~sign_bits,
-                                                      right & magnitude)))),
-            ]
-            by_size[log2] = (a_value, b_value)
-        with m.Switch(decoded.esize_log2):
-            for log2 in _FP_SIZES:
-                with m.Case(log2):
-                    m.d.comb += [d_a.eq(by_size[log2][0]), d_b.eq(by_size[log2][1])]
+        def d_pattern(name, value_of):
+            return _per_size(m, d_size, f"d_{name}", _PATTERN_BITS, lambda log2: _replicated(
+                value_of(8 << log2), 8 << log2, _PATTERN_BITS))
 
-        # ---- the element datapath: every element of every size in one chunk of
-        # ``vector_bits_per_cycle`` (the chunk ``x_chunk`` of the vector, or of the element pairs
-        # of a reduction step)
+        sign_bits = d_pattern("sign_bits", lambda width: 1 << (width - 1))
+        one = d_pattern("one", _one)
+        moved = d_pattern("moved", lambda width: _expand_immediate(fields.imm8[:8], width))
+        identity = d_pattern("identity", lambda width: Mux(
+            op == Op.FP_MAXV, _infinity(width, 1),
+            Mux(op == Op.FP_MINV, _infinity(width, 0), _default_nan(width))))
+        magnitude, constant = Signal(_PATTERN_BITS), Signal(_PATTERN_BITS)
+        m.d.comb += magnitude.eq(Mux(flags.absolute, ~sign_bits, Const(-1, _PATTERN_BITS)))
+        m.d.comb += constant.eq(Mux(is_move, moved, Mux(present.imm & fields.imm[0], one, 0)))
+        active = Signal(8 * maxb)
+        m.d.comb += active.eq(_byte_bits(_per_size(
+            m, d_size, "d_active", maxb, lambda log2: active_bytes(payload.governing, log2, maxb))))
+        vector_bits = 8 * maxb
+        d_a, d_b = Signal(vector_bits), Signal(vector_bits)
+        m.d.comb += [
+            d_a.eq(Mux(is_reduction,
+                       first & active | _replicated(identity, _PATTERN_BITS, vector_bits) & ~active,
+                       first & _replicated(magnitude, _PATTERN_BITS, vector_bits))),
+            d_b.eq(Mux(present.zm,
+                       second_vector & _replicated(magnitude, _PATTERN_BITS, vector_bits),
+                       _replicated(constant, _PATTERN_BITS, vector_bits))),
+        ]
+
+        # ---- the element datapath: one chunk of ``vector_bits_per_cycle`` (the chunk
+        # ``x_chunk`` of the operands; in a reduction step, of the vector and its partners)
         chunk_bytes = self._config.vector_bits_per_cycle // 8
         chunks = maxb // chunk_bytes
         x_chunk = Signal(range(max(chunks, 2)))
@@ -281,30 +398,21 @@ class VectorFpCompare(VectorExecutionUnit):
         is_reduction_x = Cat(*(x_op == o for o in _REDUCTIONS)).any()
         reducing = Signal()
         m.d.comb += reducing.eq(is_reduction_x & (x_steps != 0))
-        results, truths = Signal(8 * chunk_bytes), Signal(chunk_bytes)
-        invalids, denormals = Signal(chunk_bytes), Signal(chunk_bytes)
-        by_size = {}
-        for log2 in _FP_SIZES:
-            width, count = 8 << log2, maxb >> log2
-            elements = [x_a[i * width:(i + 1) * width] for i in range(count)]
-            # A reduction step combines the pairs (2i, 2i+1) into element i.
-            evens = Cat(*elements[0::2], Const(0, 4 * maxb))
-            odds = Cat(*elements[1::2], Const(0, 4 * maxb))
-            a_in = Signal(8 * chunk_bytes, name=f"a_{width}")
-            b_in = Signal(8 * chunk_bytes, name=f"b_{width}")
-            m.d.comb += [a_in.eq(this_chunk(Mux(reducing, evens[:8 * maxb], x_a))),
-                         b_in.eq(this_chunk(Mux(reducing, odds[:8 * maxb], x_b)))]
-            parts = [_element(m, f"e{width}_{i}", width, a_in[i * width:(i + 1) * width],
-                              b_in[i * width:(i + 1) * width], ctl)
-                     for i in range(chunk_bytes >> log2)]
-            pad = Const(0, (1 << log2) - 1)
-            by_size[log2] = [Cat(*(p[0] for p in parts)),
-                             *(Cat(*(Cat(p[k], pad) for p in parts)) for k in (1, 2, 3))]
-        with m.Switch(x_esize):
-            for log2 in _FP_SIZES:
+
+        # A reduction step combines each element taking part (at ``pair_starts``) with its
+        # partner, 2^x_distance bytes above it, and leaves the pair's result in its place.
+        partners, pair_starts = Signal(8 * maxb), Signal(maxb)
+        with m.Switch(x_distance):
+            for log2 in range(1, maxb.bit_length() - 1):
                 with m.Case(log2):
-                    m.d.comb += [target.eq(value) for target, value in
-                                 zip((results, truths, invalids, denormals), by_size[log2])]
+                    m.d.comb += [partners.eq(x_a[8 << log2:]),
+                                 pair_starts.eq(element_starts(log2 + 1, maxb))]
+        a_in, b_in = Signal(8 * chunk_bytes), Signal(8 * chunk_bytes)
+        m.d.comb += [a_in.eq(this_chunk(x_a)),
+                     b_in.eq(this_chunk(Mux(reducing, partners, x_b)))]
+        is_select = Cat(*(x_op == o for o in _SELECTS)).any()
+        results, truths, invalids, denormals = _elements(
+            m, x_esize, a_in, b_in, ~is_select & ~reducing, ctl)
 
         # ---- element masks at the latched size
         starts, active = Signal(maxb), Signal(maxb)
@@ -315,17 +423,10 @@ class VectorFpCompare(VectorExecutionUnit):
                     m.d.comb += [starts.eq(element_starts(log2, maxb)),
                                  active.eq(active_bytes(x_governing, log2, maxb)),
                                  low_element.eq((1 << (1 << log2)) - 1)]
-        # The flags of a reduction step come from its pairs only: the first
-        # 2^(steps - 1) elements of the result.
-        step_bytes = Signal(range(maxb + 1))
-        m.d.comb += step_bytes.eq(Const(1, maxb.bit_length()) << (x_steps - 1 + x_esize)[:3])
-        step_lanes = Signal(maxb)
-        m.d.comb += step_lanes.eq(Cat(*(Const(b) < step_bytes for b in range(maxb))))
-        is_select = Cat(*(x_op == o for o in _SELECTS)).any()
         is_compare = Cat(*(x_op == o for o in _COMPARES)).any()
         counted = Signal(maxb)
-        m.d.comb += counted.eq(Mux(reducing, step_lanes,
-                                   Mux(is_select | is_compare, active & x_svl_mask, 0)) & starts)
+        m.d.comb += counted.eq(Mux(reducing, pair_starts,
+                                   Mux(is_select | is_compare, active, 0) & starts) & x_svl_mask)
         chunk_invalid, chunk_denormal = Signal(), Signal()
         m.d.comb += [chunk_invalid.eq((invalids & this_chunk(counted)).any()),
                      chunk_denormal.eq((denormals & this_chunk(counted)).any())]
@@ -362,40 +463,44 @@ class VectorFpCompare(VectorExecutionUnit):
                 with m.If(x_chunk == k):
                     m.d.sync += x_a.word_select(k, 8 * chunk_bytes).eq(results)
             with m.If(last_chunk):
-                m.d.sync += x_steps.eq(x_steps - 1)
+                m.d.sync += [x_steps.eq(x_steps - 1), x_distance.eq(x_distance + 1)]
         with m.If(self.op.valid & self.op.ready):
             fpcr = payload.fpcr
+
+            def compare_truth(index):
+                return Cat(*(op == o for o, truth in _COMPARE_TRUTHS.items() if truth[index])).any()
+
+            less, greater = compare_truth(0), compare_truth(2)
             m.d.sync += [
                 x_valid.eq(1), x_op.eq(op), x_esize.eq(decoded.esize_log2[:2]),
                 x_a.eq(d_a), x_b.eq(d_b), x_governing.eq(payload.governing),
                 x_svl_mask.eq(payload.svl_mask), x_chunk.eq(0),
                 x_steps.eq(Mux(is_reduction, payload.svl_log2 - decoded.esize_log2, 0)),
+                x_distance.eq(decoded.esize_log2),
                 x_invalid.eq(0), x_denormal.eq(0),
                 ctl.minimum.eq(Cat(*(op == o for o in _MINIMA)).any()),
                 ctl.numbers.eq(Cat(*(op == o for o in _NUMBER_SELECTS)).any()),
                 ctl.ordered.eq((op == Op.FP_CMPGE) | (op == Op.FP_CMPGT)),
-                ctl.eq.eq(op == Op.FP_CMPEQ), ctl.ne.eq(op == Op.FP_CMPNE),
-                ctl.ge.eq(op == Op.FP_CMPGE), ctl.gt.eq(op == Op.FP_CMPGT),
-                ctl.un.eq(op == Op.FP_CMPUN),
+                # FCMLT/FCMLE #0.0 compare 0 with the element: the element with 0, reversed.
+                ctl.less.eq(Mux(flags.swapped, greater, less)),
+                ctl.equal.eq(compare_truth(1)),
+                ctl.greater.eq(Mux(flags.swapped, less, greater)),
+                ctl.unordered.eq(compare_truth(3)),
                 ctl.default_nan.eq(fpcr[25]), ctl.flush.eq(fpcr[24]), ctl.flush16.eq(fpcr[19]),
+                ctl.moving.eq(is_move), ctl.clear_sign.eq(op == Op.FP_ABS),
+                ctl.flip_sign.eq(op == Op.FP_NEG),
             ]
 
-        # ---- the result, registered
+        # ---- the result, registered: a reduction's is its element 0, which the datapath passes
+        # through on its last cycle
         vector = Signal(8 * maxb)
         lanes = Signal(maxb)
-        with m.Switch(x_op):
-            with m.Case(*_SELECTS):
-                m.d.comb += [vector.eq(whole_results), lanes.eq(active)]
-            with m.Case(Op.FP_ABS):
-                m.d.comb += [vector.eq(x_a & x_b), lanes.eq(active)]
-            with m.Case(Op.FP_NEG):
-                m.d.comb += [vector.eq(x_a ^ x_b), lanes.eq(active)]
-            with m.Case(Op.FP_CPY_IMM):
-                m.d.comb += [vector.eq(x_b), lanes.eq(active)]
-            with m.Case(Op.FP_DUP_IMM):
-                m.d.comb += [vector.eq(x_b), lanes.eq(Const(-1, maxb))]
-            with m.Case(*_REDUCTIONS):
-                m.d.comb += [vector.eq(x_a & _byte_bits(low_element)), lanes.eq(Const(-1, maxb))]
+        m.d.comb += [
+            vector.eq(whole_results
+                      & Mux(is_reduction_x, _byte_bits(low_element), Const(-1, 8 * maxb))),
+            lanes.eq(Mux(is_reduction_x | (x_op == Op.FP_DUP_IMM), Const(-1, maxb),
+                         Mux(is_compare, 0, active))),
+        ]
         compare_result = Signal(maxb)
         m.d.comb += compare_result.eq(whole_truths & active & starts & x_svl_mask)
         invalid, denormal = Signal(), Signal()
