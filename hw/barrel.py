@@ -7,7 +7,8 @@ it can come from. Measured with ``synth_ecp5`` on the 77-bit normalizer of an fp
 multiply-add (two shifts by 7 bits, two leading-zero counts): 3,200 LUT4 that way, 1,369 with
 its stages as modules, each stage one LUT4 per bit. So every stage is a :class:`ShiftStage`
 module whose name contains :data:`STAGE_NAME`, and the synthesis script keeps those modules
-whole (``keep_hierarchy``, :mod:`zatile.hw.synthesis`).
+whole (``keep_hierarchy``, :mod:`zatile.hw.synthesis`). A left shift of which only the top bits
+are wanted narrows its stages (:class:`WindowStage`).
 
 A kept stage also stops constants from propagating through it, so a shift whose input is
 largely constant can come out larger this way: the vector shifter's funnels (half of each
@@ -23,7 +24,7 @@ from amaranth.lib.wiring import In, Out
 
 from zatile.hw._common import CheckedComponent
 
-__all__ = ["STAGE_NAME", "KINDS", "ShiftStage", "barrel_shift"]
+__all__ = ["STAGE_NAME", "KINDS", "ShiftStage", "WindowStage", "barrel_shift"]
 
 #: The part of every stage's submodule (and Verilog module) name that synthesis looks for.
 STAGE_NAME = "barrel_stage"
@@ -76,6 +77,46 @@ class ShiftStage(CheckedComponent):
             fill = value[-1] if self._kind == "right_arithmetic" else Value.cast(0)
             moved = Cat(value[min(step, width):], fill.replicate(min(step, width)))
         m.d.comb += self.o.eq(Mux(self.enable, moved, value))
+        return m
+
+
+class WindowStage(CheckedComponent):
+    """A stage of a left shifter that narrows as it goes: ``o`` is the top ``width`` bits of
+    ``i``, or, when ``enable`` is set, the ``width`` bits ``step`` places below them
+    (combinational). A shifter of which only the top bits are wanted (a normalizer feeding a
+    rounder, ``hw/vector/fp_arith.py``) needs each stage only as wide as the bits the later
+    stages can still bring into its output. Named with :data:`STAGE_NAME` like a
+    :class:`ShiftStage`, it is kept whole, one LUT4 per bit.
+
+    Parameters
+    ----------
+    width, step : int
+
+    Attributes
+    ----------
+    i : Signal(width + step), in
+    enable : Signal(1), in
+    o : Signal(width), out
+
+    Raises
+    ------
+    ValueError
+        If ``width`` or ``step`` is not a positive integer.
+    """
+
+    @staticmethod
+    def check_arguments(width: int, step: int) -> None:
+        for name, value in (("width", width), ("step", step)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+
+    def __init__(self, width: int, step: int):
+        self._step = step
+        super().__init__({"i": In(width + step), "enable": In(1), "o": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.o.eq(Mux(self.enable, self.i[:len(self.o)], self.i[self._step:]))
         return m
 
 

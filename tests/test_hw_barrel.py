@@ -6,7 +6,7 @@ import pytest
 from amaranth import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
-from zatile.hw.barrel import KINDS, STAGE_NAME, ShiftStage, barrel_shift
+from zatile.hw.barrel import KINDS, STAGE_NAME, ShiftStage, WindowStage, barrel_shift
 from zatile.hw.synthesis import synth_script
 
 
@@ -69,6 +69,33 @@ def test_matches_python_shifts(kind, width, amount_bits, unit):
 def test_stage_arguments_are_checked(arguments, message):
     with pytest.raises(ValueError, match=message):
         ShiftStage(*arguments)
+
+
+@pytest.mark.parametrize("width, step", [(1, 1), (5, 3), (6, 6), (9, 2)])
+def test_a_window_stage_gives_the_top_bits_or_those_step_places_below(width, step):
+    """Every input of a few small windows."""
+    dut = WindowStage(width, step)
+    sim = Simulator(dut)
+
+    async def bench(ctx):
+        for value in range(1 << (width + step)):
+            for enable in (0, 1):
+                ctx.set(dut.i, value)
+                ctx.set(dut.enable, enable)
+                expected = value >> (0 if enable else step) & ((1 << width) - 1)
+                assert ctx.get(dut.o) == expected, (value, enable)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ((0, 1), "width must be a positive integer, not 0"),
+    ((8, 0), "step must be a positive integer, not 0"),
+])
+def test_window_stage_arguments_are_checked(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        WindowStage(*arguments)
 
 
 def test_synthesis_keeps_the_stages_whole():

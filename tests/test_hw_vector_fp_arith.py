@@ -82,3 +82,47 @@ def test_a_planted_difference_is_reported_with_form_and_register():
     assert any(p.startswith("FADD_ZZZ_S") and p.endswith(f"z{decode(fadd)['zd']}")
                for p in problems), problems
     assert any(p.startswith("FMLA_D") and "fpsr flags" in p for p in problems), problems
+
+
+def _sticky_cases() -> list:
+    """FADD of +-1.0 and ``2^-k`` at SVL 512 in every element size, ``k`` running one per
+    element from just above the format's round bit to past the bits the shared datapath keeps
+    (its normalized window, then the alignment's), under each directed rounding mode and to
+    nearest: the round and sticky bits at each format's place in the one FP64 datapath."""
+    svl = 512
+    result = []
+    for word, state in cases(VectorFpArith.OPS, svl, 0, 11):
+        decoded = decode(word)
+        if not decoded.form.name.startswith("FADD_ZZZ") or decoded["zn"] == decoded["zm"]:
+            continue
+        fmt, dtype = _FORMATS[decoded.form.params["esize"]]
+        precision, bias = fmt.fraction_bits + 1, fmt.bias
+        lanes = svl // fmt.width
+        smallest = bias - 1 + fmt.fraction_bits     # 2^-smallest is the smallest denormal
+        last = min(smallest, 3 * precision + 8)
+        for start in range(precision - 2, last + 1, lanes):
+            # Toward +infinity on positive sums and toward -infinity on negative ones (both
+            # round up the magnitude when inexact); to nearest on sums and differences.
+            for rounding in (1, 2, 0):
+                first = np.zeros(lanes, dtype)
+                second = np.zeros(lanes, dtype)
+                for lane in range(lanes):
+                    k = min(start + lane, last)
+                    first_sign = lane & 1 if rounding == 0 else rounding == 2
+                    first[lane] = first_sign << (fmt.width - 1) | bias << fmt.fraction_bits
+                    second[lane] = ((rounding == 2) << (fmt.width - 1)
+                                    | ((bias - k) << fmt.fraction_bits if k < bias
+                                       else 1 << (fmt.fraction_bits - (k - bias + 1))))
+                case_state = state.copy()
+                case_state.z[decoded["zn"]] = first.view(np.uint8)
+                case_state.z[decoded["zm"]] = second.view(np.uint8)
+                case_state.fpcr = rounding << 22
+                result.append((word, case_state))
+    return result
+
+
+def test_round_and_sticky_bits_of_every_format():
+    chosen = _sticky_cases()
+    assert {decode(word).form.name for word, _ in chosen} == {"FADD_ZZZ_H", "FADD_ZZZ_S",
+                                                              "FADD_ZZZ_D"}
+    assert check(VectorFpArith, 512, chosen) == []

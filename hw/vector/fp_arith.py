@@ -11,12 +11,31 @@ with operands chosen per operation (``FPAdd`` is ``x * 1.0 + y``, ``FPMul`` is `
 zero of the product's sign, ``FPScale`` is ``x * 1.0`` with the exponent moved, the step
 functions add ``2.0`` or ``3.0`` to ``-x * y``); the special cases the Arm pseudocode checks
 before the arithmetic (NaN propagation in the operation's operand order, FPCR.DN, infinity
-times zero, opposite infinities, equal-signed zeros) are decided beside the datapath. There is
-one datapath per element size (half, single, double); the unit takes one element per cycle,
-in element order, so an instruction takes ``SVL / esize`` cycles (FADDV one fewer). FADDV halves the
-vector recursively as ``FPReducePredicated`` does (inactive elements are +0.0): level by level,
-element ``j`` of the next level is the sum of elements ``2j`` and ``2j+1``, written in place,
-``SVL / esize - 1`` additions in all.
+times zero, opposite infinities, equal-signed zeros) are decided beside the datapath.
+
+One datapath serves every element size (half, single, double), the size a run-time parameter
+of each of its steps:
+
+* reading: an element is the 64-bit word of the register that holds it, then its part of the
+  word (:func:`_element`);
+* unpacking: a source element becomes a value of FP64's unpacked layout, its fraction at the
+  top of FP64's, its exponent unbiased with its own format's bias (:func:`_unpacked`). There
+  the constants the operations add or multiply by (0.5, 1.0, 2.0, 3.0, zero) are the same in
+  every format, so the operands are chosen from the unpacked sources (:func:`_operands`);
+* the exact fused multiply-add of FP64 (:func:`_fused`): the 53 x 53-bit significand product
+  (:class:`~zatile.hw.fp.multiply.FpMultiply`, which synthesis maps to DSP blocks), alignment
+  and addition, normalization down to the format's minimum exponent;
+* rounding at the format's precision: the kept significand bits are masked to it, its round
+  and sticky bits picked, the increment added at its last place (:func:`_rounded`); the result
+  is a sign, an 11-bit exponent field and a fraction at the top of 52 bits, packed into the
+  format at the end (:func:`_packed`, which repeats it across a 64-bit word);
+* writing: the packed word goes into the bytes of the element at the index.
+
+The unit takes one element per cycle, in element order, so an instruction takes
+``SVL / esize`` cycles (FADDV one fewer). FADDV halves the vector recursively as
+``FPReducePredicated`` does (inactive elements are +0.0): level by level, element ``j`` of the
+next level is the sum of elements ``2j`` and ``2j+1``, written in place, ``SVL / esize - 1``
+additions in all.
 
 Exceptions: IDC for each flushed denormal operand (not for half precision), IOC for a
 signalling NaN or an invalid operation, and OFC, UFC (tiny before rounding and inexact, or
@@ -31,12 +50,14 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, enum
 
 from zatile.hw._common import max_bytes
+from zatile.hw.barrel import STAGE_NAME, WindowStage
 from zatile.hw.decoder import Op
 from zatile.hw.fp.align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
-from zatile.hw.fp.format import FP16, FP32, FP64, FpFormat
+from zatile.hw.fp.count_zeros import leading_zeros, trailing_zeros
+from zatile.hw.fp.format import FP16, FP32, FP64
 from zatile.hw.fp.multiply import FpMultiply
-from zatile.hw.fp.normalize import FpNormalize
-from zatile.hw.fp.unpack import FpUnpack, UnpackedLayout
+from zatile.hw.fp.normalize import NormalizedLayout
+from zatile.hw.fp.unpack import UnpackedLayout
 from zatile.hw.vector.common import VectorExecutionUnit, active_bytes
 
 __all__ = ["VectorFpArith"]
@@ -45,6 +66,11 @@ __all__ = ["VectorFpArith"]
 _FORMATS = {1: FP16, 2: FP32, 3: FP64}
 #: The format of the one fused datapath every format shares (the widest).
 _FUSED = FP64
+#: Bits of the register word an element is read from (the widest element).
+_WORD_BITS = _FUSED.width
+#: Bits of the normalized sum any format's rounding needs: FP64's significand, its round bit
+#: and a sticky bit.
+_NORMALIZED_BITS = _FUSED.precision + 2
 
 
 class _Kind(enum.Enum, shape=3):
@@ -71,136 +97,234 @@ _ControlLayout = data.StructLayout({
     "reduction": 1, "rounding": 2, "dn": 1, "fz": 1, "fz16": 1,
 })
 
-def _constant(fmt: FpFormat, exponent: int, fraction_top: int = 0) -> int:
-    """The positive value ``2^exponent * (1 + fraction_top / 2)`` as a bit pattern."""
-    return (fmt.bias + exponent) << fmt.fraction_bits | fraction_top << (fmt.fraction_bits - 1)
+
+def _unpacked_constant(exponent: int, fraction_top: int = 0) -> Const:
+    """The positive value ``2^exponent * (1 + fraction_top / 2)``, unpacked in :data:`_FUSED`
+    (the same value in every format)."""
+    return UnpackedLayout(_FUSED).const({
+        "exponent": exponent,
+        "significand": (2 | fraction_top) << (_FUSED.fraction_bits - 1)})
+
+
+def _format_parameter(m: Module, esize_log2: Value, name: str, shape,
+                      value_of) -> Signal:
+    """``value_of(fmt)`` for the element format ``esize_log2`` selects, at run time."""
+    parameter = Signal(shape, name=f"format_{name}")
+    with m.Switch(esize_log2):
+        for log2, fmt in _FORMATS.items():
+            with m.Case(log2):
+                m.d.comb += parameter.eq(value_of(fmt))
+    return parameter
+
+
+@dataclass(frozen=True)
+class _FormatParameters:
+    """The run-time parameters of the element format: its properties
+    (:class:`~zatile.hw.fp.format.FpFormat`) the datapath needs, and where a significand at the
+    top of FP64's keeps its bits (``kept_mask``) and has its last place (``last_place``)."""
+
+    esize_log2: Value
+    is_fp16: Value
+    bias: Signal
+    exponent_ones: Signal
+    min_exponent: Signal
+    max_exponent: Signal
+    kept_mask: Signal
+    last_place: Signal
+
+
+def _format_parameters(m: Module, esize_log2: Value) -> _FormatParameters:
+    """The :class:`_FormatParameters` of the element format ``esize_log2`` selects."""
+    exponent_shape = signed(_FUSED.exponent_bits + 4)
+    precision = _FUSED.precision
+
+    def parameter(name, shape, value_of):
+        return _format_parameter(m, esize_log2, name, shape, value_of)
+
+    return _FormatParameters(
+        esize_log2=esize_log2, is_fp16=esize_log2 == 1,
+        bias=parameter("bias", _FUSED.exponent_bits, lambda fmt: fmt.bias),
+        exponent_ones=parameter("exponent_ones", _FUSED.exponent_bits,
+                                lambda fmt: 2 ** fmt.exponent_bits - 1),
+        min_exponent=parameter("min_exponent", exponent_shape, lambda fmt: fmt.min_exponent),
+        max_exponent=parameter("max_exponent", exponent_shape, lambda fmt: fmt.max_exponent),
+        kept_mask=parameter("kept_mask", precision,
+                            lambda fmt: (2 ** fmt.precision - 1) << (precision - fmt.precision)),
+        last_place=parameter("last_place", precision,
+                             lambda fmt: 1 << (precision - fmt.precision)))
+
+
+def _element(m: Module, vector: Value, index: Value, esize_log2: Value, name: str) -> Signal:
+    """Element ``index`` of ``vector`` (elements of ``2^esize_log2`` bytes), zero-extended to
+    64 bits: the 64-bit word holding it, then its part of the word."""
+    words = len(vector) // _WORD_BITS
+    word_index = Signal(range(words), name=f"{name}_word_index")
+    element = Signal(_WORD_BITS, name=name)
+    word = Signal(_WORD_BITS, name=f"{name}_word")
+    m.d.comb += word.eq(vector.word_select(word_index, _WORD_BITS))
+    with m.Switch(esize_log2):
+        for log2 in _FORMATS:
+            per_word_log2 = 3 - log2
+            with m.Case(log2):
+                m.d.comb += word_index.eq(index >> per_word_log2)
+                if per_word_log2:
+                    m.d.comb += element.eq(word.word_select(index[:per_word_log2], 8 << log2))
+                else:
+                    m.d.comb += element.eq(word)
+    return element
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A source element unpacked in :data:`_FUSED` (``operand``, of
+    :func:`~zatile.hw.fp.unpack.UnpackedLayout`), whether it is a signalling NaN, and whether
+    it is denormal (before any flush)."""
+
+    operand: Value
+    signalling: Value
+    subnormal: Value
+
+
+def _unpacked(m: Module, params: _FormatParameters, element: Value, flush: Value,
+              name: str) -> _Source:
+    """``FPUnpack`` (flushing denormals when ``flush`` is set) of an element of the run-time
+    format, into FP64's layout: the fraction at the top of FP64's, the exponent unbiased with
+    the format's bias, so the value and its class are the element's."""
+    sign = Signal(name=f"{name}_sign")
+    exponent_field = Signal(_FUSED.exponent_bits, name=f"{name}_exponent_field")
+    fraction = Signal(_FUSED.fraction_bits, name=f"{name}_fraction")
+    with m.Switch(params.esize_log2):
+        for log2, fmt in _FORMATS.items():
+            with m.Case(log2):
+                m.d.comb += [
+                    sign.eq(element[fmt.width - 1]),
+                    exponent_field.eq(element[fmt.fraction_bits:fmt.width - 1]),
+                    fraction.eq(element[:fmt.fraction_bits]
+                                << (_FUSED.fraction_bits - fmt.fraction_bits)),
+                ]
+    exponent_is_zero = exponent_field == 0
+    exponent_is_ones = exponent_field == params.exponent_ones
+    fraction_is_zero = fraction == 0
+    operand = Signal(UnpackedLayout(_FUSED), name=name)
+    m.d.comb += [
+        operand.sign.eq(sign),
+        # A denormal has the scale of the smallest normal: biased exponent 1.
+        operand.exponent.eq(Mux(exponent_is_zero, 1, exponent_field) - params.bias),
+        operand.significand.eq(Mux(exponent_is_zero & flush, 0,
+                                   Cat(fraction, ~exponent_is_zero))),
+        operand.zero.eq(exponent_is_zero & (fraction_is_zero | flush)),
+        operand.denormal.eq(exponent_is_zero & ~fraction_is_zero & ~flush),
+        operand.infinity.eq(exponent_is_ones & fraction_is_zero),
+        operand.nan.eq(exponent_is_ones & ~fraction_is_zero),
+    ]
+    return _Source(operand=operand,
+                   signalling=operand.nan & ~fraction[_FUSED.fraction_bits - 1],
+                   subnormal=exponent_is_zero & ~fraction_is_zero)
 
 
 @dataclass(frozen=True)
 class _Operands:
-    """One element's operands in its own format, and what its special cases need.
-
-    ``multiplicand``, ``multiplier`` and ``addend`` are unpacked in the element's format
-    (:func:`~zatile.hw.fp.unpack.UnpackedLayout`); ``power`` is FSCALE's (the second operand,
-    sign-extended to 64 bits); ``nan`` is the processed NaN the NaN operands give;
-    ``input_denormal`` is the IDC flag of the flushed operands."""
+    """One element's operands of the fused datapath (unpacked in :data:`_FUSED`) and what its
+    special cases need: the processed NaN the NaN operands give (``nan_sign`` and
+    ``nan_fraction``, at the top of FP64's fraction), whether any operand is a NaN or a
+    signalling NaN, whether the addend is a signalling NaN, and the IDC flag."""
 
     multiplicand: Value
     multiplier: Value
     addend: Value
-    power: Value
-    nan: Value
+    nan_sign: Value
+    nan_fraction: Value
     any_nan: Value
     any_signalling: Value
     addend_signalling: Value
     input_denormal: Value
 
 
-def _operands(m: Module, fmt: FpFormat, control, first, second, third) -> _Operands:
-    """The operands of one element of ``fmt`` for the fused datapath, in the pseudocode's order
-    (``second`` already the immediate where the form has one)."""
-    name = fmt.name
-    width, sign_bit, fraction_bits = fmt.width, fmt.width - 1, fmt.fraction_bits
-    sign_mask = 1 << sign_bit
+def _operands(m: Module, params: _FormatParameters, control, first: _Source, second: _Source,
+              third: _Source, flush: Value) -> _Operands:
+    """The operands of one element for the fused datapath, from its unpacked sources
+    (``second`` already the immediate where the form has one).
+
+    The pseudocode's ``x`` and ``y`` are ``first`` and ``second`` swapped for the reversed
+    forms; addition and multiplication commute, so only the NaN order follows the swap and
+    the multiplicand is always ``first`` (FSUBR negates it instead of ``y``)."""
     kind = control.kind
+    a, b, c = first.operand, second.operand, third.operand
+    one = _unpacked_constant(0)
 
-    def sig(suffix, shape=None):
-        return Signal(shape if shape is not None else width, name=f"{name}_{suffix}")
-
-    x, y = sig("x"), sig("y")
-    m.d.comb += [x.eq(Mux(control.reversed, second, first)),
-                 y.eq(Mux(control.reversed, first, second))]
-    one = _constant(fmt, 0)
-    two = _constant(fmt, 1)
-    three = _constant(fmt, 1, 1)
-
-    # ---- operands of the fused datapath and the NaN candidates, in the pseudocode's order
-    multiplicand, multiplier, addend = sig("multiplicand"), sig("multiplier"), sig("addend")
-    candidates = [sig(f"candidate{i}") for i in range(3)]
-    enables = sig("candidate_enables", 3)
-    product_sign = multiplicand[sign_bit] ^ multiplier[sign_bit]
+    first_negated = Signal(name="first_negated")    # in the product
+    nan_first_negated = Signal(name="nan_first_negated")    # as a NaN candidate
     with m.Switch(kind):
         with m.Case(_Kind.ADD):
-            m.d.comb += [multiplicand.eq(x), multiplier.eq(one),
-                         addend.eq(y ^ Mux(control.subtract, sign_mask, 0)),
-                         candidates[0].eq(x), candidates[1].eq(y), enables.eq(0b011)]
-        with m.Case(_Kind.MUL, _Kind.MULX):
-            m.d.comb += [multiplicand.eq(x), multiplier.eq(y),
-                         addend.eq(Mux(product_sign, sign_mask, 0)),
-                         candidates[0].eq(x), candidates[1].eq(y), enables.eq(0b011)]
-        with m.Case(_Kind.SCALE):
-            m.d.comb += [multiplicand.eq(first), multiplier.eq(one),
-                         addend.eq(Mux(first[sign_bit], sign_mask, 0)),
-                         candidates[0].eq(first), enables.eq(0b001)]
+            m.d.comb += first_negated.eq(control.subtract & control.reversed)
         with m.Case(_Kind.STEP):
-            m.d.comb += [multiplicand.eq(first ^ sign_mask), multiplier.eq(second),
-                         addend.eq(Mux(control.rsqrt, three, two)),
-                         candidates[0].eq(first ^ sign_mask), candidates[1].eq(second),
-                         enables.eq(0b011)]
+            m.d.comb += [first_negated.eq(1), nan_first_negated.eq(1)]
         with m.Case(_Kind.MLA):
-            negated_product = first ^ Mux(control.negate_product, sign_mask, 0)
-            negated_addend = third ^ Mux(control.negate_addend, sign_mask, 0)
-            m.d.comb += [multiplicand.eq(negated_product), multiplier.eq(second),
-                         addend.eq(negated_addend), candidates[0].eq(negated_addend),
-                         candidates[1].eq(negated_product), candidates[2].eq(second),
-                         enables.eq(0b111)]
+            m.d.comb += [first_negated.eq(control.negate_product),
+                         nan_first_negated.eq(control.negate_product)]
 
-    flush = control.fz16 if fmt is FP16 else control.fz
-    exponent_ones = (1 << fmt.exponent_bits) - 1
+    multiplicand = Signal(UnpackedLayout(_FUSED), name="multiplicand")
+    multiplier = Signal(UnpackedLayout(_FUSED), name="multiplier")
+    addend = Signal(UnpackedLayout(_FUSED), name="addend")
+    m.d.comb += [multiplicand.eq(a), multiplicand.sign.eq(a.sign ^ first_negated),
+                 multiplier.eq(Mux((kind == _Kind.ADD) | (kind == _Kind.SCALE), one, b))]
+    product_sign = multiplicand.sign ^ multiplier.sign
+    with m.Switch(kind):
+        with m.Case(_Kind.ADD):
+            m.d.comb += [addend.eq(b),
+                         addend.sign.eq(b.sign ^ (control.subtract & ~control.reversed))]
+        with m.Case(_Kind.MUL, _Kind.MULX, _Kind.SCALE):
+            m.d.comb += [addend.zero.eq(1), addend.sign.eq(product_sign)]
+        with m.Case(_Kind.STEP):
+            m.d.comb += addend.eq(Mux(control.rsqrt, _unpacked_constant(1, 1),
+                                      _unpacked_constant(1)))
+        with m.Case(_Kind.MLA):
+            m.d.comb += [addend.eq(c), addend.sign.eq(c.sign ^ control.negate_addend)]
 
-    def classify(bits):
-        exponent = bits[fraction_bits:sign_bit]
-        fraction = bits[:fraction_bits]
-        nan = (exponent == exponent_ones) & (fraction != 0)
-        return nan, nan & ~fraction[fraction_bits - 1], (exponent == 0) & (fraction != 0)
-
-    nans, signalling, denormals = [], [], []
-    for index, candidate in enumerate(candidates):
-        nan, snan, denormal = classify(candidate)
-        nans.append(nan & enables[index])
-        signalling.append(snan & enables[index])
-        denormals.append(denormal & enables[index])
-    chosen_nan = sig("chosen_nan")
-    # First signalling NaN, else first quiet NaN.
-    with m.If(signalling[0]):
-        m.d.comb += chosen_nan.eq(candidates[0])
-    with m.Elif(signalling[1]):
-        m.d.comb += chosen_nan.eq(candidates[1])
-    with m.Elif(signalling[2]):
-        m.d.comb += chosen_nan.eq(candidates[2])
-    with m.Elif(nans[0]):
-        m.d.comb += chosen_nan.eq(candidates[0])
-    with m.Elif(nans[1]):
-        m.d.comb += chosen_nan.eq(candidates[1])
+    # ---- the NaN candidates, in the pseudocode's order: (x, y), (-first, second) for the
+    # steps, (addend, product's first, second) for MLA; FSCALE's second is an integer.
+    second_is_candidate = kind != _Kind.SCALE
+    third_is_candidate = kind == _Kind.MLA
+    second_first = control.reversed & ((kind == _Kind.ADD) | (kind == _Kind.MUL)
+                                       | (kind == _Kind.MULX))
+    first_nan, first_signalling = a.nan, first.signalling
+    second_nan = b.nan & second_is_candidate
+    second_signalling = second.signalling & second_is_candidate
+    third_nan = c.nan & third_is_candidate
+    third_signalling = third.signalling & third_is_candidate
+    nan_sign = Signal(name="nan_sign")
+    nan_fraction = Signal(_FUSED.fraction_bits, name="nan_fraction")
+    first_choice = [nan_sign.eq(a.sign ^ nan_first_negated),
+                    nan_fraction.eq(a.significand)]
+    second_choice = [nan_sign.eq(b.sign), nan_fraction.eq(b.significand)]
+    third_choice = [nan_sign.eq(c.sign ^ control.negate_addend),
+                    nan_fraction.eq(c.significand)]
+    # First signalling NaN, else first quiet NaN (the third is first when it is a candidate).
+    with m.If(third_signalling):
+        m.d.comb += third_choice
+    with m.Elif(second_first & second_signalling):
+        m.d.comb += second_choice
+    with m.Elif(first_signalling):
+        m.d.comb += first_choice
+    with m.Elif(second_signalling):
+        m.d.comb += second_choice
+    with m.Elif(third_nan):
+        m.d.comb += third_choice
+    with m.Elif(second_first & second_nan):
+        m.d.comb += second_choice
+    with m.Elif(first_nan):
+        m.d.comb += first_choice
     with m.Else():
-        m.d.comb += chosen_nan.eq(candidates[2])
-
-    unpacks = []
-    for label, bits in (("multiplicand", multiplicand), ("multiplier", multiplier),
-                        ("addend", addend)):
-        unpack = FpUnpack(fmt)
-        m.submodules[f"{name}_unpack_{label}"] = unpack
-        m.d.comb += [unpack.bits.eq(bits), unpack.flush.eq(flush)]
-        unpacks.append(unpack.operand)
-    power = sig("power", signed(64))
-    m.d.comb += power.eq(second.as_signed())
+        m.d.comb += second_choice
+    subnormal = (first.subnormal | (second.subnormal & second_is_candidate)
+                 | (third.subnormal & third_is_candidate))
     return _Operands(
-        *unpacks, power=power,
-        nan=Mux(control.dn, fmt.default_nan, chosen_nan | (1 << (fraction_bits - 1))),
-        any_nan=Cat(*nans).any(), any_signalling=Cat(*signalling).any(),
-        addend_signalling=signalling[0],
-        input_denormal=Cat(*denormals).any() & flush if fmt is not FP16 else Const(0))
-
-
-def _widened(m: Module, fmt: FpFormat, label: str, operand) -> Signal:
-    """``operand``, unpacked in ``fmt``, as the same value unpacked in :data:`_FUSED`: its
-    significand moves to the top of the wider one, so the exponent still weighs the top bit."""
-    wide = Signal(UnpackedLayout(_FUSED), name=f"{fmt.name}_{label}_widened")
-    m.d.comb += [wide.sign.eq(operand.sign), wide.exponent.eq(operand.exponent),
-                 wide.significand.eq(operand.significand << (_FUSED.precision - fmt.precision)),
-                 wide.zero.eq(operand.zero), wide.denormal.eq(operand.denormal),
-                 wide.infinity.eq(operand.infinity), wide.nan.eq(operand.nan)]
-    return wide
+        multiplicand=multiplicand, multiplier=multiplier, addend=addend,
+        nan_sign=nan_sign, nan_fraction=nan_fraction | 1 << (_FUSED.fraction_bits - 1),
+        any_nan=first_nan | second_nan | third_nan,
+        any_signalling=first_signalling | second_signalling | third_signalling,
+        addend_signalling=third_signalling,
+        input_denormal=subnormal & flush & ~params.is_fp16)
 
 
 def _fused(m: Module, control, multiplicand, multiplier, addend, power, min_exponent):
@@ -244,34 +368,90 @@ def _fused(m: Module, control, multiplicand, multiplier, addend, power, min_expo
     # FRSQRTS halves the exact sum before rounding.
     m.d.comb += [total.sign.eq(align_add.sum.sign), total.magnitude.eq(align_add.sum.magnitude),
                  total.exponent.eq(align_add.sum.exponent - control.rsqrt)]
-    normalize = m.submodules.fused_normalize = FpNormalize(
-        width=window, exponent_bits=exponent_bits, min_exponent=None)
-    m.d.comb += [normalize.sum.eq(total), normalize.min_exponent.eq(min_exponent)]
-    return normalize.normalized
+    return _normalized(m, total, min_exponent)
 
 
-def _rounded(m: Module, fmt: FpFormat, control, operands: _Operands, value):
-    """The element of ``fmt`` from its operands and the normalized exact ``value``:
-    ``FPRoundBase`` and the special cases (result bits, FPSR bits)."""
-    name = fmt.name
-    width, sign_bit, fraction_bits = fmt.width, fmt.width - 1, fmt.fraction_bits
-    sign_mask = 1 << sign_bit
+def _normalized(m: Module, total, min_exponent: Value):
+    """``total`` (a :func:`~zatile.hw.fp.align_add.SumLayout` value) normalized as
+    :class:`~zatile.hw.fp.normalize.FpNormalize` does it to the run-time ``min_exponent``, but
+    only the top :data:`_NORMALIZED_BITS` bits of the significand kept, the rest ORed into its
+    bit 0 (the same to every rounding): a ``NormalizedLayout(_NORMALIZED_BITS, ...)`` value.
+
+    The magnitude, below :data:`_NORMALIZED_BITS` zero bits, moves up by that many places plus
+    the leading zeros (a normal result), plus the places from its exponent down to
+    ``min_exponent`` (a tiny one; fewer than the leading zeros, or negative: a move down).
+    One left shifter with the output's width at its end does both, each stage only as wide
+    as the bits the later ones can still bring into the output; the bits left below it are
+    set, the trailing zeros tell, when fewer trailing zeros than the places below it."""
+    width, exponent_bits = len(total.magnitude), len(total.exponent)
+    magnitude = total.magnitude
+    leading = Signal(range(width + 1), name="normalize_leading")
+    m.d.comb += leading.eq(leading_zeros(m, magnitude))
+    leading_one_exponent = Signal(signed(exponent_bits + 1), name="normalize_leading_exponent")
+    m.d.comb += leading_one_exponent.eq(total.exponent - leading)
+    tiny = leading_one_exponent < min_exponent
+    places = Signal(signed(exponent_bits + 2), name="normalize_places")
+    m.d.comb += places.eq(Mux(tiny, total.exponent - min_exponent, leading) + _NORMALIZED_BITS)
+    amount = Signal(range(width + _NORMALIZED_BITS + 1), name="normalize_amount")
+    m.d.comb += amount.eq(Mux(places < 0, 0, places))
+
+    shifted = Cat(magnitude, Const(0, _NORMALIZED_BITS))
+    for bit in reversed(range(len(amount))):
+        step = 1 << bit
+        stage_width = min(len(shifted), _NORMALIZED_BITS + step - 1)
+        padded = Cat(Const(0, max(0, stage_width + step - len(shifted))), shifted)
+        stage = m.submodules[f"{STAGE_NAME}_normalize_{bit}"] = WindowStage(stage_width, step)
+        m.d.comb += [stage.i.eq(padded[len(padded) - stage_width - step:]),
+                     stage.enable.eq(amount[bit])]
+        shifted = stage.o
+    sticky = trailing_zeros(m, magnitude) < width - amount
+
+    normalized = Signal(NormalizedLayout(_NORMALIZED_BITS, exponent_bits), name="normalized")
+    m.d.comb += [
+        normalized.sign.eq(total.sign),
+        normalized.exponent.eq(Mux(tiny, min_exponent, leading_one_exponent)),
+        normalized.significand.eq(shifted | sticky),
+        normalized.tiny.eq(tiny),
+        normalized.zero.eq(leading == width),
+    ]
+    return normalized
+
+
+#: A result before packing: FP64's fields, the fraction at the top for a narrower format.
+_FieldsLayout = data.StructLayout({"fraction": _FUSED.fraction_bits,
+                                   "exponent": _FUSED.exponent_bits, "sign": 1})
+
+
+def _rounded(m: Module, params: _FormatParameters, control, operands: _Operands, value,
+             flush: Value):
+    """The element from its operands and the normalized exact ``value``: ``FPRoundBase`` at the
+    run-time format's precision and the special cases; (result fields, FPSR bits)."""
     kind = control.kind
-    two = _constant(fmt, 1)
+    window, precision = len(value.significand), _FUSED.precision
 
-    def sig(suffix, shape=None):
-        return Signal(shape if shape is not None else width, name=f"{name}_{suffix}")
-
-    window, precision = len(value.significand), fmt.precision
-    kept = value.significand[window - precision:]
-    round_bit = value.significand[window - precision - 1]
-    sticky = value.significand[:window - precision - 1].any()
-    inexact = round_bit | sticky
-    round_up = sig("round_up", 1)
-    overflow_to_infinity = sig("overflow_to_infinity", 1)
+    # ---- each format's round and sticky bits; the narrower one's sticky takes in the wider's
+    round_bits, last_bits, stickies = {}, {}, {}
+    sticky_end, sticky = 0, Const(0)
+    for log2, fmt in sorted(_FORMATS.items(), key=lambda item: -item[1].precision):
+        round_position = window - fmt.precision - 1
+        sticky = sticky | value.significand[sticky_end:round_position].any()
+        sticky_end = round_position
+        round_bits[log2], last_bits[log2] = (value.significand[round_position],
+                                             value.significand[round_position + 1])
+        stickies[log2] = sticky
+    round_bit, last_bit, sticky_bit = (Signal(name=name) for name in
+                                       ("round_bit", "last_bit", "sticky_bit"))
+    with m.Switch(params.esize_log2):
+        for log2 in _FORMATS:
+            with m.Case(log2):
+                m.d.comb += [round_bit.eq(round_bits[log2]), last_bit.eq(last_bits[log2]),
+                             sticky_bit.eq(stickies[log2])]
+    inexact = round_bit | sticky_bit
+    round_up = Signal(name="round_up")
+    overflow_to_infinity = Signal(name="overflow_to_infinity")
     with m.Switch(control.rounding):
         with m.Case(0):
-            m.d.comb += [round_up.eq(round_bit & (sticky | kept[0])),
+            m.d.comb += [round_up.eq(round_bit & (sticky_bit | last_bit)),
                          overflow_to_infinity.eq(1)]
         with m.Case(1):
             m.d.comb += [round_up.eq(inexact & ~value.sign),
@@ -279,56 +459,85 @@ def _rounded(m: Module, fmt: FpFormat, control, operands: _Operands, value):
         with m.Case(2):
             m.d.comb += [round_up.eq(inexact & value.sign),
                          overflow_to_infinity.eq(value.sign)]
-    too_large = value.exponent > fmt.max_exponent
-    exponent_field = sig("exponent_field", fmt.exponent_bits + 1)
-    m.d.comb += exponent_field.eq(Mux(too_large, 0, value.exponent - fmt.min_exponent))
-    magnitude = sig("magnitude", fmt.exponent_bits + fraction_bits + 2)
-    m.d.comb += magnitude.eq((exponent_field << fraction_bits) + kept + round_up)
-    overflow = too_large | (magnitude >= fmt.infinity)
+    # The biased exponent and the fraction at the top of FP64's: the kept bits (hidden bit
+    # included) add one to the exponent field, the rounding adds at the format's last place.
+    kept = value.significand[window - precision:] & params.kept_mask
+    exponent_field = Signal(_FUSED.exponent_bits + 1, name="exponent_field")
+    m.d.comb += exponent_field.eq(value.exponent - params.min_exponent)
+    magnitude = Signal(_FUSED.exponent_bits + precision + 1, name="magnitude")
+    m.d.comb += magnitude.eq((exponent_field << _FUSED.fraction_bits) + kept
+                             + Mux(round_up, params.last_place, 0))
+    biased_exponent = magnitude[_FUSED.fraction_bits:]
+    overflow = (value.exponent > params.max_exponent) | (biased_exponent >= params.exponent_ones)
 
     # ---- the special cases, highest priority first
     u1, u2, ua = operands.multiplicand, operands.multiplier, operands.addend
-    result = sig("result")
-    ioc, ofc, ufc, ixc = (sig(f"flag_{flag}", 1) for flag in ("ioc", "ofc", "ufc", "ixc"))
+    result = Signal(_FieldsLayout, name="result")
+    ioc, ofc, ufc, ixc = (Signal(name=f"flag_{flag}") for flag in ("ioc", "ofc", "ufc", "ixc"))
     infinity_times_zero = (u1.infinity & u2.zero) | (u1.zero & u2.infinity)
     product_infinity = u1.infinity | u2.infinity
     product_zero = u1.zero | u2.zero
     signed_product = u1.sign ^ u2.sign
-    flush = control.fz16 if fmt is FP16 else control.fz
+    quiet_bit = 1 << (_FUSED.fraction_bits - 1)
+    default_nan = [result.exponent.eq(params.exponent_ones), result.fraction.eq(quiet_bit)]
     with m.If(ua.nan & ~operands.addend_signalling & infinity_times_zero
               & (kind == _Kind.MLA)):
-        m.d.comb += [result.eq(fmt.default_nan), ioc.eq(1)]
+        m.d.comb += [*default_nan, ioc.eq(1)]
     with m.Elif(operands.any_nan):
-        m.d.comb += [result.eq(operands.nan), ioc.eq(operands.any_signalling)]
+        with m.If(control.dn):
+            m.d.comb += default_nan
+        with m.Else():
+            m.d.comb += [result.sign.eq(operands.nan_sign),
+                         result.exponent.eq(params.exponent_ones),
+                         result.fraction.eq(operands.nan_fraction)]
+        m.d.comb += ioc.eq(operands.any_signalling)
     with m.Elif(infinity_times_zero & (kind == _Kind.MULX)):
-        m.d.comb += result.eq(Cat(Const(two, sign_bit), signed_product))
+        m.d.comb += [result.sign.eq(signed_product), result.exponent.eq(params.bias + 1)]
     with m.Elif(infinity_times_zero & (kind == _Kind.STEP)):
-        m.d.comb += result.eq(Mux(control.rsqrt, _constant(fmt, 0, 1), two))
+        # 1.5 for FRSQRTS, 2.0 for FRECPS
+        m.d.comb += [result.exponent.eq(params.bias + ~control.rsqrt),
+                     result.fraction.eq(Mux(control.rsqrt, quiet_bit, 0))]
     with m.Elif(infinity_times_zero
                 | (ua.infinity & product_infinity & (ua.sign != signed_product))):
-        m.d.comb += [result.eq(fmt.default_nan), ioc.eq(1)]
+        m.d.comb += [*default_nan, ioc.eq(1)]
     with m.Elif(ua.infinity | product_infinity):
-        m.d.comb += result.eq(Cat(Const(fmt.infinity, sign_bit),
-                                  Mux(ua.infinity, ua.sign, signed_product)))
+        m.d.comb += [result.sign.eq(Mux(ua.infinity, ua.sign, signed_product)),
+                     result.exponent.eq(params.exponent_ones)]
     with m.Elif(ua.zero & product_zero & (ua.sign == signed_product)):
-        m.d.comb += result.eq(Cat(Const(0, sign_bit), ua.sign))
+        m.d.comb += result.sign.eq(ua.sign)
     with m.Elif(value.zero):
-        m.d.comb += result.eq(Cat(Const(0, sign_bit), control.rounding == 2))
+        m.d.comb += result.sign.eq(control.rounding == 2)
     with m.Elif(flush & value.tiny):
-        m.d.comb += [result.eq(Cat(Const(0, sign_bit), value.sign)), ufc.eq(1)]
+        m.d.comb += [result.sign.eq(value.sign), ufc.eq(1)]
     with m.Elif(overflow):
-        m.d.comb += [result.eq(Cat(Mux(overflow_to_infinity, fmt.infinity, fmt.infinity - 1)
-                                   [:sign_bit], value.sign)),
+        # infinity, or the largest finite number
+        m.d.comb += [result.sign.eq(value.sign),
+                     result.exponent.eq(params.exponent_ones - ~overflow_to_infinity),
+                     result.fraction.eq(Mux(overflow_to_infinity, 0, -1)),
                      ofc.eq(1), ixc.eq(1)]
     with m.Else():
-        m.d.comb += [result.eq(Cat(magnitude[:sign_bit], value.sign)),
+        m.d.comb += [result.sign.eq(value.sign), result.exponent.eq(biased_exponent),
+                     result.fraction.eq(magnitude[:_FUSED.fraction_bits]),
                      ufc.eq(value.tiny & inexact), ixc.eq(inexact)]
-    final = sig("final")
-    m.d.comb += final.eq(result & ~Mux(control.absolute, sign_mask, 0))
-    flags = sig("flags", 8)
+    final = Signal(_FieldsLayout, name="final")
+    m.d.comb += [final.eq(result), final.sign.eq(result.sign & ~control.absolute)]
+    flags = Signal(8, name="flags")
     m.d.comb += flags.eq(Cat(ioc, Const(0, 1), ofc, ufc, ixc, Const(0, 2),
                              operands.input_denormal))
     return final, flags
+
+
+def _packed(m: Module, esize_log2: Value, fields) -> Signal:
+    """The result ``fields`` (:data:`_FieldsLayout`) packed into the run-time format and
+    repeated across a 64-bit word, so that every element position of the word holds it."""
+    word = Signal(_WORD_BITS, name="packed")
+    with m.Switch(esize_log2):
+        for log2, fmt in _FORMATS.items():
+            with m.Case(log2):
+                element = Cat(fields.fraction[_FUSED.fraction_bits - fmt.fraction_bits:],
+                              fields.exponent[:fmt.exponent_bits], fields.sign)
+                m.d.comb += word.eq(element.replicate(_WORD_BITS // fmt.width))
+    return word
 
 
 class VectorFpArith(VectorExecutionUnit):
@@ -413,49 +622,52 @@ class VectorFpArith(VectorExecutionUnit):
                                        Const(1, 16) << count_log2))
 
         # ---- one element per cycle: the element operands at `index`
+        params = _format_parameters(m, esize_log2)
+        flush = Mux(params.is_fp16, control.fz16, control.fz)
         pair_first = Mux(control.reduction, index << 1, index)[:len(index) + 1]
         pair_second = (index << 1 | 1)[:len(index) + 1]
-        step_flags = Signal(8)
-        element_active = Signal()
-        new_work = Signal(8 * maxb)
-        fused_operands = [Signal(UnpackedLayout(_FUSED), name=f"fused_{label}")
-                          for label in ("multiplicand", "multiplier", "addend")]
-        fused_power = Signal(signed(64))
-        min_exponent = Signal(signed(_FUSED.exponent_bits + 4))
-        operands = {}
+        first_element = _element(m, work, pair_first, esize_log2, "first_element")
+        second_element = Signal(_WORD_BITS)
+        m.d.comb += second_element.eq(Mux(
+            control.reduction, _element(m, work, pair_second, esize_log2, "pair_element"),
+            _element(m, second, index, esize_log2, "second_vector_element")))
+        third_element = _element(m, third, index, esize_log2, "third_element")
+        second_vector = _unpacked(m, params, second_element, flush, "second_unpacked")
+        immediate = Mux(control.imm,
+                        Mux(control.imm_mul, _unpacked_constant(1), _unpacked_constant(0)),
+                        _unpacked_constant(-1))
+        second_operand = Signal(UnpackedLayout(_FUSED))
+        m.d.comb += second_operand.eq(Mux(control.immediate, immediate, second_vector.operand))
+        second_source = _Source(
+            operand=second_operand,
+            signalling=second_vector.signalling & ~control.immediate,
+            subnormal=second_vector.subnormal & ~control.immediate)
+        operands = _operands(m, params, control,
+                             _unpacked(m, params, first_element, flush, "first_unpacked"),
+                             second_source,
+                             _unpacked(m, params, third_element, flush, "third_unpacked"),
+                             flush)
+        # FSCALE's power: the second element as a signed integer.
+        power = Signal(signed(_WORD_BITS))
         with m.Switch(esize_log2):
             for log2, fmt in _FORMATS.items():
-                bits = 8 << log2
                 with m.Case(log2):
-                    a = work.word_select(pair_first, bits)
-                    b_vector = Mux(control.reduction, work.word_select(pair_second, bits),
-                                   second.word_select(index, bits))
-                    half = _constant(fmt, -1)
-                    constant = Mux(control.imm,
-                                   Mux(control.imm_mul, _constant(fmt, 1), _constant(fmt, 0)),
-                                   half)
-                    b = Mux(control.immediate, constant, b_vector)
-                    c = third.word_select(index, bits)
-                    operands[log2] = element = _operands(m, fmt, control, a, b, c)
-                    unpacked = (element.multiplicand, element.multiplier, element.addend)
-                    for fused, operand, label in zip(fused_operands, unpacked,
-                                                     ("multiplicand", "multiplier", "addend")):
-                        m.d.comb += fused.eq(_widened(m, fmt, label, operand))
-                    m.d.comb += [fused_power.eq(element.power),
-                                 min_exponent.eq(fmt.min_exponent)]
-        value = _fused(m, control, *fused_operands, fused_power, min_exponent)
+                    m.d.comb += power.eq(second_element[:fmt.width].as_signed())
+        value = _fused(m, control, operands.multiplicand, operands.multiplier, operands.addend,
+                       power, params.min_exponent)
+        result, step_flags = _rounded(m, params, control, operands, value, flush)
+        packed = _packed(m, esize_log2, result)
+        # The bytes of the element at `index`.
+        element_bytes = Signal(maxb)
         with m.Switch(esize_log2):
-            for log2, fmt in _FORMATS.items():
-                bits, count = 8 << log2, maxb >> log2
+            for log2 in _FORMATS:
                 with m.Case(log2):
-                    result, element_flags = _rounded(m, fmt, control, operands[log2], value)
-                    m.d.comb += [
-                        step_flags.eq(element_flags),
-                        element_active.eq(control.reduction
-                                          | active.word_select(index, 1 << log2)[0]),
-                        new_work.eq(Cat(*(Mux(index == k, result, work[k * bits:][:bits])
-                                          for k in range(count)))),
-                    ]
+                    m.d.comb += element_bytes.eq(Cat(index == byte >> log2
+                                                     for byte in range(maxb)))
+        element_active = control.reduction | (active & element_bytes).any()
+        new_work = Cat(Mux(element_bytes[byte], packed.word_select(byte % 8, 8),
+                           work.word_select(byte, 8))
+                       for byte in range(maxb))
 
         # ---- sequencing
         m.d.comb += self.op.ready.eq(~busy & ~self.result.valid)
