@@ -20,6 +20,12 @@ reference model is the oracle of ``tests/test_hw_vector_predicate.py``.
   into one element of twice the size (extended by the function's signedness, so sums cannot
   overflow) until the elements are 64 bits, and then pairs of 64-bit elements, until element 0
   holds the result: ``log2(MAXB) - log2(esize)`` steps. Vd receives it zero-extended.
+
+The element-wise datapaths serve every element size with one circuit over the whole vector, as
+in :mod:`zatile.hw.vector.alu`: the vector INC/DEC is one adder partitioned at the element
+boundaries (:func:`_adjust_elements`), each element's saturation decided from its sign bits and
+carry out; a reduction step (:func:`_fold`) is one adder partitioned at the blocks of element
+pairs, making sums, or the differences that order the pairs for MAX and MIN.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from zatile.sw.arch.pseudocode import predicate_count
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
-                                     element_starts, extend, predicate_test, saturate)
+                                     element_starts, extend, predicate_test)
 
 __all__ = ["VectorPredicateUnit"]
 
@@ -62,6 +68,11 @@ def _highest(m: Module, value: Value, name: str) -> Signal:
     m.d.comb += [operand.eq(value),
                  result.eq(_reverse(_lowest(m, _reverse(operand), f"{name}_reversed")))]
     return result
+
+
+def _uniform(bits: Value) -> Value:
+    """Whether the bits are all 0 or all 1."""
+    return ~bits.any() | bits.all()
 
 
 def _popcount(bits: list[Value]) -> Value:
@@ -161,26 +172,27 @@ class VectorPredicateUnit(VectorExecutionUnit):
         m.d.comb += delta.eq(Mux(flags.decrement, -count, count))
         total = Signal(signed(66))
         m.d.comb += total.eq(operand + delta)
+        # Saturation: the sum fits when its bits from the register's top (signed) or from just
+        # above it (unsigned) all equal its sign; if not, it becomes the limit on its sign's side.
+        in_range = Signal()
+        m.d.comb += in_range.eq(Mux(narrow, Mux(saturate_signed, _uniform(total[31:]),
+                                                ~total[32:].any()),
+                                    Mux(saturate_signed, _uniform(total[63:]),
+                                        ~total[64:].any())))
+        limit = Signal(64)              # its bits above the register are replaced below
+        m.d.comb += limit.eq((~total[65]).replicate(64) ^ Cat(
+            Const(0, 31), saturate_signed & narrow, Const(0, 31), saturate_signed & ~narrow))
+        saturated = Signal(64)
+        m.d.comb += saturated.eq(Mux(in_range, total[:64], limit))
         adjusted = Signal(64)
-        with m.If(~saturating):
-            m.d.comb += adjusted.eq(total[:64])
-        with m.Elif(narrow & saturate_signed):
-            m.d.comb += adjusted.eq(extend(saturate(total, 32, True), 1, 64))
-        with m.Elif(narrow):
-            m.d.comb += adjusted.eq(saturate(total, 32, False))
-        with m.Elif(saturate_signed):
-            m.d.comb += adjusted.eq(saturate(total, 64, True))
-        with m.Else():
-            m.d.comb += adjusted.eq(saturate(total, 64, False))
+        m.d.comb += adjusted.eq(Mux(saturating & narrow,
+                                    extend(saturated[:32], saturate_signed, 64),
+                                    Mux(saturating, saturated, total[:64])))
 
         # ---- vector INC/DEC: every element plus or minus the count (no byte forms)
         first = Value.cast(payload.first)
-        element_adjusted = Signal(8 * maxb)
-        with m.Switch(esize_log2):
-            for log2 in ELEMENT_SIZES[1:]:
-                with m.Case(log2):
-                    m.d.comb += element_adjusted.eq(_adjust_elements(
-                        m, first, log2, maxb, delta, saturate_signed, saturate_unsigned))
+        element_adjusted = _adjust_elements(m, first, esize_log2, maxb, delta, saturate_signed,
+                                            saturate_unsigned)
 
         # ---- WHILELE/LS/GE/GT/HS/HI in closed form (module documentation)
         cond = choices.cond
@@ -200,16 +212,20 @@ class VectorPredicateUnit(VectorExecutionUnit):
         m.d.comb += [high.eq(Mux(descending, op1, op2)), low.eq(Mux(descending, op2, op1))]
         distance = Signal(signed(67))
         m.d.comb += distance.eq(high - low + inclusive)
-        # The value at which an inclusive condition cannot fail before wrapping round.
+        # An inclusive condition cannot fail before wrapping round when the second register is
+        # its limit: below its top bit all ones (LE, LS) or all zeros (GE, HS), and its top bit
+        # 1 (GE, LS) or 0 (LE, HS).
+        rm = payload.rm
+        ones_below_top, zeros_below_top = Signal(), Signal()
+        m.d.comb += [
+            ones_below_top.eq(rm[:31].all() & (narrow | rm[31:63].all())),
+            zeros_below_top.eq(~rm[:31].any() & (narrow | ~rm[31:63].any())),
+        ]
         endless = Signal()
-        with m.Switch(cond):
-            for name, limit32, limit64 in (("LE", (1 << 31) - 1, (1 << 63) - 1),
-                                           ("GE", -(1 << 31), -(1 << 63)),
-                                           ("LS", (1 << 32) - 1, (1 << 64) - 1),
-                                           ("HS", 0, 0)):
-                with m.Case(_COND[name]):
-                    m.d.comb += endless.eq(op2 == Mux(narrow, Const(limit32, signed(66)),
-                                                      Const(limit64, signed(66))))
+        m.d.comb += endless.eq(
+            inclusive
+            & Mux((cond == _COND.LE) | (cond == _COND.LS), ones_below_top, zeros_below_top)
+            & (Mux(narrow, rm[31], rm[63]) == ((cond == _COND.GE) | (cond == _COND.LS))))
         while_count = Signal(range(maxb + 1))
         with m.If(endless | (distance >= elements)):
             m.d.comb += while_count.eq(elements)
@@ -314,11 +330,7 @@ class VectorPredicateUnit(VectorExecutionUnit):
         r_signed = Signal()
         r_function = Signal(_FUNCTION)
         r_result_bytes = Signal(range(9))
-        folded = Signal(8 * maxb)
-        with m.Switch(r_size_log2):
-            for log2 in ELEMENT_SIZES:
-                with m.Case(log2):
-                    m.d.comb += folded.eq(_fold(m, r_vector, log2, maxb, r_signed, r_function))
+        folded = _fold(m, r_vector, r_size_log2, maxb, r_signed, r_function)
 
         # ---- handshake and results
         out = self.result.payload
@@ -368,55 +380,168 @@ class VectorPredicateUnit(VectorExecutionUnit):
         return m
 
 
-def _adjust_elements(m: Module, vector: Value, log2: int, maxb: int, delta: Value,
-                     saturate_signed: Value, saturate_unsigned: Value) -> Value:
-    """Every element of ``2^log2`` bytes plus ``delta`` (signed): wrapping, or saturating."""
-    bits = 8 << log2
-    width = bits + 2
-    results = []
-    for index in range(maxb >> log2):
-        element = vector[index * bits:(index + 1) * bits]
-        value = extend(element, saturate_signed, width)
-        total = Signal(signed(width), name=f"adjust{bits}_{index}_total")
-        m.d.comb += total.eq(value + delta)
-        result = Signal(bits, name=f"adjust{bits}_{index}")
-        with m.If(saturate_signed):
-            m.d.comb += result.eq(saturate(total, bits, True))
-        with m.Elif(saturate_unsigned):
-            m.d.comb += result.eq(saturate(total, bits, False))
-        with m.Else():
-            m.d.comb += result.eq(total[:bits])
-        results.append(result)
-    return Cat(*results)
+def _per_size(m: Module, esize_log2: Value, name: str, width: int, value_of) -> Signal:
+    """A signal of ``width`` bits that is ``value_of(log2)`` for the element size
+    ``2^esize_log2`` bytes."""
+    value = Signal(width, name=name)
+    with m.Switch(esize_log2):
+        for log2 in ELEMENT_SIZES:
+            with m.Case(log2):
+                m.d.comb += value.eq(value_of(log2))
+    return value
 
 
-def _fold(m: Module, vector: Value, log2: int, maxb: int, signed_: Value,
-          function: Value) -> Value:
-    """One reduction step on elements of ``2^log2`` bytes: element ``i`` of the result is the
-    function of elements ``2i`` and ``2i + 1``, at twice the size (at most 64 bits; the upper
-    half of a 64-bit step is zero)."""
-    bits = 8 << log2
-    out_bits = min(2 * bits, 64)
-    results = []
-    for index in range(maxb >> (log2 + 1)):
-        a = vector[2 * index * bits:(2 * index + 1) * bits]
-        b = vector[(2 * index + 1) * bits:(2 * index + 2) * bits]
-        x = extend(a, signed_, out_bits + 1)
-        y = extend(b, signed_, out_bits + 1)
-        result = Signal(out_bits, name=f"fold{bits}_{index}")
-        less = x < y
-        with m.Switch(function):
-            with m.Case(_FUNCTION.SADD, _FUNCTION.UADD):
-                m.d.comb += result.eq((x + y)[:out_bits])
-            with m.Case(_FUNCTION.SMAX, _FUNCTION.UMAX):
-                m.d.comb += result.eq(Mux(less, y, x)[:out_bits])
-            with m.Case(_FUNCTION.SMIN, _FUNCTION.UMIN):
-                m.d.comb += result.eq(Mux(less, x, y)[:out_bits])
-            with m.Case(_FUNCTION.AND):
-                m.d.comb += result.eq((x & y)[:out_bits])
-            with m.Case(_FUNCTION.OR):
-                m.d.comb += result.eq((x | y)[:out_bits])
-            with m.Case(_FUNCTION.EOR):
-                m.d.comb += result.eq((x ^ y)[:out_bits])
-        results.append(result)
-    return Cat(*results, Const(0, 8 * maxb - out_bits * len(results)))
+def _spread(m: Module, esize_log2: Value, name: str, bits: Value) -> Signal:
+    """One bit per byte: the bit of ``bits`` at the last byte of the byte's element (elements
+    of ``2^esize_log2`` bytes)."""
+    return _per_size(m, esize_log2, name, len(bits), lambda log2: Cat(
+        bits[byte | ((1 << log2) - 1)] for byte in range(len(bits))))
+
+
+def _partitioned_add(m: Module, name: str, x: Value, y: Value, starts: Value,
+                     carry_in: Value) -> tuple[Value, Value]:
+    """``x + y + carry_in`` of each element, the carries kept inside the elements.
+
+    One adder of ``9/8`` the operands' width: below each byte a spacer bit. Inside an element
+    the spacer's operand bits are 1 and 0, passing the carry of the byte below on; at the
+    first byte of an element (a bit of ``starts``) both are ``carry_in``, so the element
+    starts with that carry and the spacer's sum bit is the carry out of the element below.
+
+    Returns
+    -------
+    sums : Value
+        The sums modulo each element's size.
+    carries : Value
+        One bit per byte, the carry out of the element at its last byte (meaningless at others).
+    """
+    count = len(x) // 8
+    spacers_x = Signal(count, name=f"{name}_spacers_x")
+    spacers_y = Signal(count, name=f"{name}_spacers_y")
+    total = Signal(9 * count + 1, name=f"{name}_total")
+    sums, carries = Signal(len(x), name=name), Signal(count, name=f"{name}_carries")
+    m.d.comb += [
+        spacers_x.eq(~starts | carry_in.replicate(count)),
+        spacers_y.eq(starts & carry_in.replicate(count)),
+        total.eq(Cat(Cat(spacers_x[k], x[8 * k:8 * k + 8]) for k in range(count))
+                 + Cat(Cat(spacers_y[k], y[8 * k:8 * k + 8]) for k in range(count))),
+        sums.eq(Cat(total[9 * k + 1:9 * k + 9] for k in range(count))),
+        carries.eq(Cat(total[9 * k + 9] for k in range(count))),
+    ]
+    return sums, carries
+
+
+def _adjust_elements(m: Module, vector: Value, esize_log2: Value, maxb: int, delta: Value,
+                     saturate_signed: Value, saturate_unsigned: Value) -> Signal:
+    """Every element (of ``2^esize_log2`` bytes, at least 2) plus ``delta`` (at most 16 bits,
+    signed): wrapping, or saturating (signed or unsigned elements).
+
+    One adder partitioned at the element boundaries serves every element size: each element
+    adds ``delta`` sign-extended to its size (its low byte at the element's first byte, its
+    high byte at the second, copies of its sign above). A signed sum overflows when the
+    operands' signs agree and the sum's differs; an unsigned one when its carry out differs
+    from the sign of ``delta`` (a carry adding, no borrow subtracting). The last byte of each
+    element decides, and :func:`_spread` hands its decision to the element's other bytes.
+    """
+    delta16 = Signal(signed(16), name="adjust_delta")
+    m.d.comb += delta16.eq(delta)
+    negative = delta16[15]
+    firsts = _per_size(m, esize_log2, "adjust_firsts", maxb,
+                       lambda log2: element_starts(log2, maxb))
+    lasts = Cat(firsts[1:], Const(1))
+    addend = Signal(8 * maxb, name="adjust_addend")
+    m.d.comb += addend.eq(Cat(
+        Mux(firsts[byte], delta16[:8],
+            Mux(firsts[byte - 1], delta16[8:], negative.replicate(8)) if byte else 0)
+        for byte in range(maxb)))
+    sums, carries = _partitioned_add(m, "adjust_sums", vector, addend, firsts, Const(0))
+    vector_signs = Cat(vector[8 * byte + 7] for byte in range(maxb))
+    sum_signs = Cat(sums[8 * byte + 7] for byte in range(maxb))
+    # At each element's last byte: whether it saturates, and whether to the lowest value.
+    clamps, lows = Signal(maxb, name="adjust_clamps"), Signal(maxb, name="adjust_lows")
+    m.d.comb += [
+        clamps.eq(Mux(saturate_signed,
+                      ~(vector_signs ^ negative.replicate(maxb)) & (sum_signs ^ vector_signs),
+                      Mux(saturate_unsigned, carries ^ negative.replicate(maxb), 0))),
+        lows.eq(Mux(saturate_signed, vector_signs, negative.replicate(maxb))),
+    ]
+    clamp = _spread(m, esize_log2, "adjust_clamp", clamps)
+    low = _spread(m, esize_log2, "adjust_low", lows)
+    # A signed limit's top bit is the opposite of its other bits.
+    result = Signal(8 * maxb, name="adjust_result")
+    m.d.comb += result.eq(Cat(
+        Mux(clamp[byte],
+            Cat((~low[byte]).replicate(7), ~low[byte] ^ (saturate_signed & lasts[byte])),
+            sums[8 * byte:8 * byte + 8])
+        for byte in range(maxb)))
+    return result
+
+
+def _fold(m: Module, vector: Value, size_log2: Value, maxb: int, signed_: Value,
+          function: Value) -> Signal:
+    """One reduction step on elements of ``2^size_log2`` bytes: element ``i`` of the result is
+    the function of elements ``2i`` and ``2i + 1``, at twice the size (at most 64 bits; bytes
+    from ``maxb / 2`` up hold no element after a 64-bit step).
+
+    Every element size shares one datapath. The block of each pair (twice the element size)
+    holds its first element extended in place (``x``) and its second moved down and extended
+    (``y``). One adder partitioned at the blocks makes ``x + y``; ``x - y`` for MAX and MIN,
+    whose sign at the block's last byte orders them; and AND, OR or EOR, as that of ``x`` and
+    ``y`` plus 0. A 64-bit step leaves each result in the low half of a 16-byte block, and the
+    results move down to consecutive elements.
+    """
+    def per_byte(name: str, bit_of) -> Signal:
+        """One bit per byte, ``bit_of(byte, size)`` for the element size."""
+        return _per_size(m, size_log2, name, maxb, lambda log2: Cat(
+            bit_of(byte, 1 << log2) for byte in range(maxb)))
+
+    def top_bit(byte: int) -> Value:
+        """The extension bit of an element whose last byte is ``byte``."""
+        return vector[8 * byte + 7] & signed_
+    low_half = per_byte("fold_low_half", lambda byte, size: Const(byte & size == 0))
+    firsts = per_byte("fold_firsts", lambda byte, size: Const(byte % (2 * size) == 0))
+    x_fills = per_byte("fold_x_fills",
+                       lambda byte, size: top_bit(byte & ~(2 * size - 1) | (size - 1)))
+    y_fills = per_byte("fold_y_fills", lambda byte, size: top_bit(byte | (2 * size - 1)))
+    x, y = Signal(8 * maxb, name="fold_x"), Signal(8 * maxb, name="fold_y")
+    for byte in range(maxb):
+        # The byte an element size away, from each size for which this byte is in a low half.
+        moved = vector[8 * byte:8 * byte + 8]
+        for log2 in ELEMENT_SIZES:
+            if not byte >> log2 & 1 and byte + (1 << log2) < maxb:
+                source = byte + (1 << log2)
+                moved = Mux(size_log2 == log2, vector[8 * source:8 * source + 8], moved)
+        m.d.comb += [
+            x[8 * byte:8 * byte + 8].eq(Mux(low_half[byte], vector[8 * byte:8 * byte + 8],
+                                            x_fills[byte].replicate(8))),
+            y[8 * byte:8 * byte + 8].eq(Mux(low_half[byte], moved, y_fills[byte].replicate(8))),
+        ]
+    ordering, minimum, adding = Signal(), Signal(), Signal()
+    m.d.comb += [
+        ordering.eq(Cat(function == _FUNCTION[name]
+                        for name in ("SMAX", "UMAX", "SMIN", "UMIN")).any()),
+        minimum.eq((function == _FUNCTION.SMIN) | (function == _FUNCTION.UMIN)),
+        adding.eq((function == _FUNCTION.SADD) | (function == _FUNCTION.UADD) | ordering),
+    ]
+    width = 8 * maxb
+    # The adder's first operand: 0: x, 1: x AND y, 2: x OR y, 3: x EOR y.
+    logic = Signal(2, name="fold_logic")
+    with m.Switch(function):
+        for code, name in enumerate(("AND", "OR", "EOR"), start=1):
+            with m.Case(_FUNCTION[name]):
+                m.d.comb += logic.eq(code)
+    first = Mux(logic[1], Mux(logic[0], x ^ y, x | y), Mux(logic[0], x & y, x))
+    sums, _ = _partitioned_add(m, "fold_sums", first,
+                               (y & adding.replicate(width)) ^ ordering.replicate(width),
+                               firsts, ordering)
+    # Whether the result of MAX or MIN is y, at every byte of the block: for MAX, when x - y is
+    # negative; for MIN, when it is not.
+    take_y = _per_size(m, size_log2, "fold_take_y", maxb, lambda log2: Cat(
+        sums[8 * (byte | ((2 << log2) - 1)) + 7] ^ minimum for byte in range(maxb)))
+    take_y_bits = Cat(take_y[byte].replicate(8) for byte in range(maxb))
+    result = Signal(width, name="fold_result")
+    m.d.comb += result.eq(Mux(ordering, (take_y_bits & y) | (~take_y_bits & x), sums))
+    folded = Signal(width, name="folded")
+    m.d.comb += folded.eq(Mux(size_log2 == 3, Cat(
+        Cat(result[128 * block:128 * block + 64] for block in range(maxb // 16)),
+        result[64 * (maxb // 16):]), result))
+    return folded
