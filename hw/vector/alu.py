@@ -33,7 +33,7 @@ from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
                                      chunk_part, chunk_registers, chunk_steps, element_starts,
-                                     extend, predicate_test)
+                                     extend, partitioned_add, predicate_test)
 
 __all__ = ["VectorAlu"]
 
@@ -283,7 +283,7 @@ def _elements(m: Module, control, wanted, esize_log2: Value, first: Value, secon
     augend, addend = Signal(len(first)), Signal(len(second))
     m.d.comb += [augend.eq(first ^ invert_first.replicate(len(first))),
                  addend.eq(second ^ invert_second.replicate(len(second)))]
-    sums, carries = _partitioned_add(m, "sums", augend, addend, starts,
+    sums, carries = partitioned_add(m, "sums", augend, addend, starts,
                                      control.subtract.replicate(chunk_bytes))
     # The exact immediate's bits n and n + 1.
     immediate_high = _per_size(m, esize_log2, "immediate_high", 2,
@@ -327,7 +327,7 @@ def _elements(m: Module, control, wanted, esize_log2: Value, first: Value, secon
     negate, negated = Signal(chunk_bytes), Signal(len(sums))
     m.d.comb += [negate.eq(element_less & kind.abd.replicate(chunk_bytes)),
                  negated.eq(sums ^ Cat(bit.replicate(8) for bit in negate))]
-    magnitudes, _ = _partitioned_add(m, "magnitudes", negated, Const(0, len(sums)), starts,
+    magnitudes, _ = partitioned_add(m, "magnitudes", negated, Const(0, len(sums)), starts,
                                      negate)
     results = Signal(len(first))
     tables = Signal(4 * chunk_bytes)   # of each byte's bits, for max, min and logic
@@ -348,37 +348,6 @@ def _elements(m: Module, control, wanted, esize_log2: Value, first: Value, secon
         at_last_byte(log2, truth, index) if index % (1 << log2) == 0 else Const(0)
         for index in range(chunk_bytes)))
     return results, compare
-
-
-def _partitioned_add(m: Module, name: str, x: Value, y: Value, starts: Value,
-                     carry_in: Value) -> tuple[Value, Value]:
-    """``x + y`` of each element of the chunks ``x`` and ``y``, the carries kept inside elements.
-
-    One adder of ``9/8`` the chunk's width: below each byte a spacer bit, whose operand bits
-    are 1 and 0 inside an element (it passes the carry of the byte below on), and at the first
-    byte of an element (a bit of ``starts``) both 0 or both 1 (its bit of ``carry_in``, the
-    carry into the element), so that its sum bit is the carry out of the element below.
-
-    Returns
-    -------
-    sums : Value
-        The sums modulo each element's size.
-    carries : Value
-        One bit per byte, the carry out of the element at its last byte (meaningless at others).
-    """
-    count = len(x) // 8
-    spacers_x = Signal(count, name=f"{name}_spacers_x")
-    spacers_y = Signal(count, name=f"{name}_spacers_y")
-    total = Signal(9 * count + 1, name=f"{name}_total")
-    sums, carries = Signal(len(x), name=name), Signal(count, name=f"{name}_carries")
-    m.d.comb += [
-        spacers_x.eq(~starts | carry_in), spacers_y.eq(starts & carry_in),
-        total.eq(Cat(Cat(spacers_x[k], x[8 * k:8 * k + 8]) for k in range(count))
-                 + Cat(Cat(spacers_y[k], y[8 * k:8 * k + 8]) for k in range(count))),
-        sums.eq(Cat(total[9 * k + 1:9 * k + 9] for k in range(count))),
-        carries.eq(Cat(total[9 * k + 9] for k in range(count))),
-    ]
-    return sums, carries
 
 
 def _wide_fits(m: Module, esize_log2: Value, lane: Value, signed_: Value) -> Value:

@@ -39,7 +39,8 @@ from zatile.hw.decoder import DecodedLayout
 
 __all__ = ["VectorOpLayout", "VectorResultLayout", "VectorExecutionUnit", "ELEMENT_SIZES",
            "ChunkSteps", "chunk_steps", "is_last_chunk", "chunk_part", "chunk_registers",
-           "element_starts", "active_bytes", "predicate_test", "extend", "saturate"]
+           "element_starts", "active_bytes", "predicate_test", "extend", "saturate",
+           "partitioned_add"]
 
 #: log2 of the element sizes in bytes.
 ELEMENT_SIZES = (0, 1, 2, 3)
@@ -192,3 +193,40 @@ def chunk_registers(m: Module, steps: ChunkSteps, chunks: int, **values: Value) 
                 m.d.sync += part.eq(value)
         gathered[name] = Cat(*parts)
     return gathered
+
+
+def partitioned_add(m: Module, name: str, x: Value, y: Value, starts: Value,
+                    carry_in: Value) -> tuple[Value, Value]:
+    """``x + y + carry_in`` of each element of ``x`` and ``y`` (as wide as each other, whole
+    bytes), the carries kept inside the elements: the shared adder of the units that serve every
+    element size with one datapath.
+
+    One adder of ``9/8`` the operands' width: below each byte a spacer bit. Inside an element the
+    spacer's operand bits are 1 and 0, passing the carry of the byte below on; at the first byte
+    of an element (a bit of ``starts``, one per byte) both are that byte's bit of ``carry_in``
+    (one bit per byte, or one bit for every element), so the element starts with that carry and
+    the spacer's sum bit is the carry out of the element below.
+
+    Returns
+    -------
+    sums : Value
+        The sums modulo each element's size.
+    carries : Value
+        One bit per byte, the carry out of the element at its last byte (meaningless at others).
+    """
+    count = len(x) // 8
+    carry_in = Value.cast(carry_in)
+    if len(carry_in) == 1:
+        carry_in = carry_in.replicate(count)
+    spacers_x = Signal(count, name=f"{name}_spacers_x")
+    spacers_y = Signal(count, name=f"{name}_spacers_y")
+    total = Signal(9 * count + 1, name=f"{name}_total")
+    sums, carries = Signal(len(x), name=name), Signal(count, name=f"{name}_carries")
+    m.d.comb += [
+        spacers_x.eq(~starts | carry_in), spacers_y.eq(starts & carry_in),
+        total.eq(Cat(Cat(spacers_x[k], x[8 * k:8 * k + 8]) for k in range(count))
+                 + Cat(Cat(spacers_y[k], y[8 * k:8 * k + 8]) for k in range(count))),
+        sums.eq(Cat(total[9 * k + 1:9 * k + 9] for k in range(count))),
+        carries.eq(Cat(total[9 * k + 9] for k in range(count))),
+    ]
+    return sums, carries

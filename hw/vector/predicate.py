@@ -37,7 +37,7 @@ from zatile.sw.arch.pseudocode import predicate_count
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
-                                     element_starts, extend, predicate_test)
+                                     element_starts, extend, partitioned_add, predicate_test)
 
 __all__ = ["VectorPredicateUnit"]
 
@@ -398,38 +398,6 @@ def _spread(m: Module, esize_log2: Value, name: str, bits: Value) -> Signal:
         bits[byte | ((1 << log2) - 1)] for byte in range(len(bits))))
 
 
-def _partitioned_add(m: Module, name: str, x: Value, y: Value, starts: Value,
-                     carry_in: Value) -> tuple[Value, Value]:
-    """``x + y + carry_in`` of each element, the carries kept inside the elements.
-
-    One adder of ``9/8`` the operands' width: below each byte a spacer bit. Inside an element
-    the spacer's operand bits are 1 and 0, passing the carry of the byte below on; at the
-    first byte of an element (a bit of ``starts``) both are ``carry_in``, so the element
-    starts with that carry and the spacer's sum bit is the carry out of the element below.
-
-    Returns
-    -------
-    sums : Value
-        The sums modulo each element's size.
-    carries : Value
-        One bit per byte, the carry out of the element at its last byte (meaningless at others).
-    """
-    count = len(x) // 8
-    spacers_x = Signal(count, name=f"{name}_spacers_x")
-    spacers_y = Signal(count, name=f"{name}_spacers_y")
-    total = Signal(9 * count + 1, name=f"{name}_total")
-    sums, carries = Signal(len(x), name=name), Signal(count, name=f"{name}_carries")
-    m.d.comb += [
-        spacers_x.eq(~starts | carry_in.replicate(count)),
-        spacers_y.eq(starts & carry_in.replicate(count)),
-        total.eq(Cat(Cat(spacers_x[k], x[8 * k:8 * k + 8]) for k in range(count))
-                 + Cat(Cat(spacers_y[k], y[8 * k:8 * k + 8]) for k in range(count))),
-        sums.eq(Cat(total[9 * k + 1:9 * k + 9] for k in range(count))),
-        carries.eq(Cat(total[9 * k + 9] for k in range(count))),
-    ]
-    return sums, carries
-
-
 def _adjust_elements(m: Module, vector: Value, esize_log2: Value, maxb: int, delta: Value,
                      saturate_signed: Value, saturate_unsigned: Value) -> Signal:
     """Every element (of ``2^esize_log2`` bytes, at least 2) plus ``delta`` (at most 16 bits,
@@ -453,7 +421,7 @@ def _adjust_elements(m: Module, vector: Value, esize_log2: Value, maxb: int, del
         Mux(firsts[byte], delta16[:8],
             Mux(firsts[byte - 1], delta16[8:], negative.replicate(8)) if byte else 0)
         for byte in range(maxb)))
-    sums, carries = _partitioned_add(m, "adjust_sums", vector, addend, firsts, Const(0))
+    sums, carries = partitioned_add(m, "adjust_sums", vector, addend, firsts, Const(0))
     vector_signs = Cat(vector[8 * byte + 7] for byte in range(maxb))
     sum_signs = Cat(sums[8 * byte + 7] for byte in range(maxb))
     # At each element's last byte: whether it saturates, and whether to the lowest value.
@@ -530,7 +498,7 @@ def _fold(m: Module, vector: Value, size_log2: Value, maxb: int, signed_: Value,
             with m.Case(_FUNCTION[name]):
                 m.d.comb += logic.eq(code)
     first = Mux(logic[1], Mux(logic[0], x ^ y, x | y), Mux(logic[0], x & y, x))
-    sums, _ = _partitioned_add(m, "fold_sums", first,
+    sums, _ = partitioned_add(m, "fold_sums", first,
                                (y & adding.replicate(width)) ^ ordering.replicate(width),
                                firsts, ordering)
     # Whether the result of MAX or MIN is y, at every byte of the block: for MAX, when x - y is

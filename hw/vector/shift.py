@@ -54,7 +54,8 @@ from amaranth.lib import data
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
-                                     chunk_part, chunk_registers, chunk_steps, element_starts)
+                                     chunk_part, chunk_registers, chunk_steps, element_starts,
+                                     partitioned_add)
 
 __all__ = ["VectorShifter"]
 
@@ -288,7 +289,7 @@ def _elements(m: Module, control, esize_log2: Value, work_log2: Value, a: Value,
         pairwise, _halves(b, control.b_signed, top, log2),
         Mux(kind.halve, b, _bytewise(a_sign & control.asrd.replicate(chunk_bytes)))))
     addend = _signal(m, "addend", y ^ subtract.replicate(width))
-    sums, carries = _partitioned_add(m, "sums", x, addend, starts,
+    sums, carries = partitioned_add(m, "sums", x, addend, starts,
                                      (subtract | kind.halve & control.round)
                                      .replicate(chunk_bytes))
     # Bit n of the exact sum, at an element's last byte: the top bit of a halving result.
@@ -343,7 +344,7 @@ def _elements(m: Module, control, esize_log2: Value, work_log2: Value, a: Value,
         control.round.replicate(chunk_bytes) & step_right & round_bits
         | control.asrd.replicate(chunk_bytes) & a_sign))
     negated = _signal(m, "negated", shifted ^ _bytewise(negate))
-    total, _ = _partitioned_add(m, "total", negated, Const(0, width), starts, increment)
+    total, _ = partitioned_add(m, "total", negated, Const(0, width), starts, increment)
     total_sign = work.from_last("total_sign", _tops(total))
 
     # ---- saturation
@@ -438,37 +439,6 @@ def _extended(value: Value, control, log2: int) -> Value:
                 parts.append(_byte(value, index) if kept else sign.replicate(8))
             extended = Mux(selected, Cat(parts), extended)
     return extended
-
-
-def _partitioned_add(m: Module, name: str, x: Value, y: Value, starts: Value,
-                     carry_in: Value) -> tuple[Value, Value]:
-    """``x + y`` of each element of the chunks ``x`` and ``y``, the carries kept inside elements.
-
-    One adder of ``9/8`` the chunk's width: below each byte a spacer bit, whose operand bits
-    are 1 and 0 inside an element (it passes the carry of the byte below on), and at the first
-    byte of an element (a bit of ``starts``) both 0 or both 1 (its bit of ``carry_in``, the
-    carry into the element), so that its sum bit is the carry out of the element below.
-
-    Returns
-    -------
-    sums : Value
-        The sums modulo each element's size.
-    carries : Value
-        One bit per byte, the carry out of the element at its last byte (meaningless at others).
-    """
-    count = len(x) // 8
-    spacers_x = Signal(count, name=f"{name}_spacers_x")
-    spacers_y = Signal(count, name=f"{name}_spacers_y")
-    total = Signal(9 * count + 1, name=f"{name}_total")
-    sums, carries = Signal(len(x), name=name), Signal(count, name=f"{name}_carries")
-    m.d.comb += [
-        spacers_x.eq(~starts | carry_in), spacers_y.eq(starts & carry_in),
-        total.eq(Cat(Cat(spacers_x[k], _byte(x, k)) for k in range(count))
-                 + Cat(Cat(spacers_y[k], _byte(y, k)) for k in range(count))),
-        sums.eq(Cat(total[9 * k + 1:9 * k + 9] for k in range(count))),
-        carries.eq(Cat(total[9 * k + 9] for k in range(count))),
-    ]
-    return sums, carries
 
 
 def _shift_controls(m: Module, control, work: _Sizes, work_log2: Value, b: Value,
