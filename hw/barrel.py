@@ -7,24 +7,27 @@ it can come from. Measured with ``synth_ecp5`` on the 77-bit normalizer of an fp
 multiply-add (two shifts by 7 bits, two leading-zero counts): 3,200 LUT4 that way, 1,369 with
 its stages as modules, each stage one LUT4 per bit. So every stage is a :class:`ShiftStage`
 module whose name contains :data:`STAGE_NAME`, and the synthesis script keeps those modules
-whole (``keep_hierarchy``, :mod:`zatile.hw.synthesis`). A left shift of which only the top bits
-are wanted narrows its stages (:class:`WindowStage`).
+whole (``keep_hierarchy``, :mod:`zatile.hw.synthesis`). Two shifts need only part of the
+value at some stages, so their stages are narrower: a right shift of a value that starts at the
+top of a wider field (:func:`widening_right_shift`), and a left shift of which only the bits
+above the value are wanted (:func:`window_shift`, of :class:`WindowStage`).
 
 A kept stage also stops constants from propagating through it, so a shift whose input is
-largely constant can come out larger this way: the vector shifter's funnels (half of each
-input zeros) took 16,200 LUT4 as stages and 13,569 as plain shifts, and the load/store unit's
-byte alignment (into and out of a wider zero-padded image) 4,520 and 4,114: both stay plain
-shifts.
+largely constant can come out larger this way: the vector shifter's funnels of an earlier
+design (half of each input zeros) took 16,200 LUT4 as stages and 13,569 as plain shifts, and
+the load/store unit's byte alignment (into and out of a wider zero-padded image) 4,520 and
+4,114: both stayed plain shifts.
 """
 
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, Value
+from amaranth import Cat, Const, Module, Mux, Value
 from amaranth.lib.wiring import In, Out
 
 from zatile.hw._common import CheckedComponent
 
-__all__ = ["STAGE_NAME", "KINDS", "ShiftStage", "WindowStage", "barrel_shift"]
+__all__ = ["STAGE_NAME", "KINDS", "ShiftStage", "WindowStage", "barrel_shift",
+           "widening_right_shift", "window_shift"]
 
 #: The part of every stage's submodule (and Verilog module) name that synthesis looks for.
 STAGE_NAME = "barrel_stage"
@@ -149,3 +152,69 @@ def barrel_shift(m: Module, value, amount, kind: str, name: str, unit: int = 1) 
         m.d.comb += [stage.i.eq(value), stage.enable.eq(enable)]
         value = stage.o
     return value
+
+
+def widening_right_shift(m: Module, value, width: int, amount, name: str) -> Value:
+    """``value`` at the top of a ``width``-bit field, moved right by ``amount`` bits (zeros in,
+    bits moved below the field lost), as :class:`ShiftStage` submodules of ``m`` named
+    ``barrel_stage_<name>_<k>``.
+
+    Stage ``k`` moves by ``2^k`` after the smaller moves, so the value's bits then span only
+    the top ``len(value) + 2^k - 1`` bits of the field: each stage is only as wide as its
+    output can be, ``len(value) + 2^(k+1) - 1`` bits and at most ``width``, and takes the
+    previous stage's output with zeros below. For the alignment shift of an FP64 fused
+    multiply-add (a 53-bit addend, a 163-bit field) that is 54, 56, 60, 68, 84, 116, 163 and
+    163 bits rather than 163 for every stage.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is wider than ``width``.
+    """
+    value = Value.cast(value)
+    amount = Value.cast(amount)
+    if len(value) > width:
+        raise ValueError(f"a {len(value)}-bit value does not fit a {width}-bit field")
+    bit = stages = 0
+    while bit < len(amount):
+        step = 1 << bit
+        if step >= width:
+            enable = amount[bit:].any()
+            bit = len(amount)
+        else:
+            enable = amount[bit]
+            bit += 1
+        step = min(step, width)
+        stage_width = min(len(value) + step, width)
+        stage = ShiftStage(stage_width, step, "right")
+        m.submodules[f"{STAGE_NAME}_{name}_{stages}"] = stage
+        stages += 1
+        padded = Cat(Const(0, step), value)
+        m.d.comb += [stage.i.eq(padded[len(padded) - stage_width:]), stage.enable.eq(enable)]
+        value = stage.o
+    return Cat(Const(0, width - len(value)), value)
+
+
+def window_shift(m: Module, value, amount, width: int, name: str) -> Value:
+    """The ``width`` bits just above ``value`` once it is moved left by ``amount`` bits: its
+    bits ``len(value) - amount`` up to ``len(value) - amount + width``, zeros where there are
+    none; as :class:`WindowStage` submodules of ``m`` named ``barrel_stage_<name>_<k>``.
+
+    The largest move comes first, and each stage is only as wide as the bits the later stages
+    can still bring into the window: ``width + 2^k - 1`` bits for stage ``k`` (at most the
+    value's and the window's bits together). A normalizer that keeps only the bits a rounder
+    uses (:class:`~zatile.hw.fp.normalize.FpNormalize`) is one.
+    """
+    value = Value.cast(value)
+    amount = Value.cast(amount)
+    shifted = Cat(value, Const(0, width))
+    for bit in reversed(range(len(amount))):
+        step = 1 << bit
+        stage_width = min(len(shifted), width + step - 1)
+        padded = Cat(Const(0, max(0, stage_width + step - len(shifted))), shifted)
+        stage = WindowStage(stage_width, step)
+        m.submodules[f"{STAGE_NAME}_{name}_{bit}"] = stage
+        m.d.comb += [stage.i.eq(padded[len(padded) - stage_width - step:]),
+                     stage.enable.eq(amount[bit])]
+        shifted = stage.o
+    return shifted[len(shifted) - width:]

@@ -1,12 +1,14 @@
-"""hw.barrel: staged shifters and rotators against Python's shifts, and their argument checks."""
+"""hw.barrel: staged shifters and rotators, and the narrowed shifts, against Python's shifts, and
+their argument checks."""
 
 import random
 
 import pytest
-from amaranth import Elaboratable, Module, Signal
+from amaranth import Elaboratable, Fragment, Module, Signal
 from amaranth.sim import Simulator
 
-from zatile.hw.barrel import KINDS, STAGE_NAME, ShiftStage, WindowStage, barrel_shift
+from zatile.hw.barrel import (KINDS, STAGE_NAME, ShiftStage, WindowStage, barrel_shift,
+                               widening_right_shift, window_shift)
 from zatile.hw.synthesis import synth_script
 
 
@@ -96,6 +98,72 @@ def test_a_window_stage_gives_the_top_bits_or_those_step_places_below(width, ste
 def test_window_stage_arguments_are_checked(arguments, message):
     with pytest.raises(ValueError, match=message):
         WindowStage(*arguments)
+
+
+class _NarrowedShift(Elaboratable):
+    """``build(m, value, amount)`` of a ``value_bits``-bit value, into ``result_bits`` bits."""
+
+    def __init__(self, build, value_bits, amount_bits, result_bits):
+        self.value = Signal(value_bits)
+        self.amount = Signal(amount_bits)
+        self.result = Signal(result_bits)
+        self._build = build
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.result.eq(self._build(m, self.value, self.amount))
+        return m
+
+
+def _check_every_amount(dut, expected, seed):
+    """Every amount, for a few random values and the all-ones value (whose lowest and highest
+    bits show a stage one bit too narrow)."""
+    rng = random.Random(seed)
+    value_bits, amount_bits = len(dut.value), len(dut.amount)
+    values = [(1 << value_bits) - 1, 1, 1 << (value_bits - 1),
+              *(rng.getrandbits(value_bits) for _ in range(4))]
+    sim = Simulator(dut)
+
+    async def bench(ctx):
+        for value in values:
+            for amount in range(1 << amount_bits):
+                ctx.set(dut.value, value)
+                ctx.set(dut.amount, amount)
+                assert ctx.get(dut.result) == expected(value, amount), (value, amount)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("value_bits, width, amount_bits", [(1, 1, 2), (5, 12, 4), (8, 8, 4),
+                                                            (24, 76, 7), (53, 163, 8)])
+def test_widening_right_shift_matches_pythons(value_bits, width, amount_bits):
+    """The value at the top of the field, moved by every amount, out of the field too (the
+    fused multiply-adds' alignments: fp32 and fp64)."""
+    dut = _NarrowedShift(lambda m, value, amount: widening_right_shift(m, value, width, amount,
+                                                                       "test"),
+                         value_bits, amount_bits, width)
+    _check_every_amount(dut, lambda value, amount: value << (width - value_bits) >> amount,
+                        seed=width)
+
+
+def test_widening_right_shift_needs_a_field_the_value_fits():
+    m = Module()
+    with pytest.raises(ValueError, match="a 9-bit value does not fit a 8-bit field"):
+        widening_right_shift(m, Signal(9), 8, Signal(3), "test")
+    Fragment.get(m, None)   # used, so that Amaranth does not warn about it
+
+
+@pytest.mark.parametrize("value_bits, width, amount_bits", [(3, 5, 4), (16, 16, 6),
+                                                            (77, 26, 7), (164, 55, 8)])
+def test_window_shift_matches_pythons(value_bits, width, amount_bits):
+    """The window above the value moved by every amount (the normalizers keeping fp32's and
+    fp64's rounding bits)."""
+    dut = _NarrowedShift(lambda m, value, amount: window_shift(m, value, amount, width, "test"),
+                         value_bits, amount_bits, width)
+    _check_every_amount(
+        dut, lambda value, amount: value << amount >> value_bits & ((1 << width) - 1),
+        seed=width)
 
 
 def test_synthesis_keeps_the_stages_whole():

@@ -6,7 +6,8 @@
 * FpAlignAdd in the four configurations the fused units use: the window holds the exact sum,
   or an odd magnitude (sticky bit 0) that rounds exactly as the sum does (``FPRoundBase`` in all
   four modes with and without FZ, and ``BFRound``'s round to odd).
-* FpNormalize: leading one on top, or the denormal scale with a sticky bit 0; tiny and zero.
+* FpNormalize: leading one on top, or the denormal scale with a sticky bit 0; tiny and zero;
+  whole or keeping only the top bits (bit 0 sticky for the bits below them).
 * FpRound against ``FPRoundBase`` / ``BFRound`` on random normalized values.
 
 Stimulus comes from tests/test_hw_fp_stimulus.py. ``-m soak`` runs 20 times as many vectors and
@@ -277,28 +278,49 @@ def test_align_add_soak(configuration):
 
 # --- FpNormalize ---------------------------------------------------------------------------------
 
-#: (width, exponent_bits, min_exponent): the sums the fused units normalize; ``None``: one unit
-#: shared by the formats of the vector unit, told each sum's minimum exponent.
-NORMALIZE_CONFIGURATIONS = [(77, 12, FP32.min_exponent), (164, 15, FP64.min_exponent),
-                            (40, 12, FP32.min_exponent), (29, 12, FP32.min_exponent),
-                            (16, 12, FP32.min_exponent), (217, 15, None)]
+#: (width, exponent_bits, min_exponent, kept_bits): the sums the fused units normalize, whole or
+#: keeping their rounding's bits; ``None``: one unit shared by the formats of the vector unit,
+#: told each sum's minimum exponent.
+NORMALIZE_CONFIGURATIONS = [(77, 12, FP32.min_exponent, None), (164, 15, FP64.min_exponent, None),
+                            (40, 12, FP32.min_exponent, None), (29, 12, FP32.min_exponent, None),
+                            (16, 12, FP32.min_exponent, None), (217, 15, None, None),
+                            (77, 12, FP32.min_exponent, FP32.precision + 2),
+                            (164, 15, FP64.min_exponent, FP64.precision + 2),
+                            (40, 12, FP32.min_exponent, FP32.precision + 2),
+                            (29, 12, FP32.min_exponent, FP32.precision + 2),
+                            (164, 15, None, FP64.precision + 2)]
 SHARED_MIN_EXPONENTS = (FP16.min_exponent, FP32.min_exponent, FP64.min_exponent)
 
 
-def check_normalize(width: int, exponent_bits: int, min_exponent: int | None, count: int,
-                    seed: int):
-    rng = random.Random(seed)
-    vectors = []
-    for _ in range(count):
-        vector_min = rng.choice(SHARED_MIN_EXPONENTS) if min_exponent is None else min_exponent
+def normalize_magnitude(rng: random.Random, width: int, kept_bits: int) -> int:
+    """A random magnitude; a third of them end just at the kept bits or have one set bit just
+    below (or anywhere below) them, the cases that decide the sticky bit."""
+    if rng.random() < 2 / 3:
         magnitude = rng.getrandbits(width) >> rng.choice([0, 0, 1, 2, rng.randrange(width + 1)])
         if rng.random() < 0.3:
             magnitude >>= rng.randrange(width + 1)
+        return magnitude
+    below = rng.randrange(width - kept_bits + 1)
+    magnitude = (rng.getrandbits(kept_bits) | 1 << (kept_bits - 1)) << below
+    if below and rng.random() < 0.5:
+        magnitude |= 1 << rng.choice([below - 1, rng.randrange(below)])
+    return magnitude >> rng.choice([0, 0, rng.randrange(below + 1)])
+
+
+def check_normalize(width: int, exponent_bits: int, min_exponent: int | None,
+                    kept_bits: int | None, count: int, seed: int):
+    rng = random.Random(seed)
+    kept = width if kept_bits is None else kept_bits
+    vectors = []
+    for _ in range(count):
+        vector_min = rng.choice(SHARED_MIN_EXPONENTS) if min_exponent is None else min_exponent
+        magnitude = normalize_magnitude(rng, width, kept)
         exponent = rng.choice([rng.randint(vector_min - width - 4, vector_min + width + 4),
                                rng.randint(vector_min - 2 * width - 8, -vector_min + width)])
         vectors.append(({"sign": rng.getrandbits(1), "exponent": exponent,
                          "magnitude": magnitude}, vector_min))
-    dut = FpNormalize(width=width, exponent_bits=exponent_bits, min_exponent=min_exponent)
+    dut = FpNormalize(width=width, exponent_bits=exponent_bits, min_exponent=min_exponent,
+                      kept_bits=kept_bits)
 
     def apply(ctx, vector):
         ctx.set(dut.sum, vector[0])
@@ -314,16 +336,20 @@ def check_normalize(width: int, exponent_bits: int, min_exponent: int | None, co
         assert got.tiny == (leading_exponent < vector_min), (vector, vector_min, got)
         assert got.sign == vector["sign"]
         if not got.tiny:
-            assert got.significand >> (width - 1) == 1, (vector, got)
-            assert term_value(got.sign, got.significand, got.exponent, width) == value
+            assert got.significand >> (kept - 1) == 1, (vector, got)
+            assert got.exponent == leading_exponent, (vector, got)
         else:
             assert got.exponent == vector_min, (vector, vector_min, got)
-            scaled = abs(value) / Fraction(2) ** (vector_min - width + 1)
-            round_to_odd = (scaled.numerator // scaled.denominator) | (scaled.denominator != 1)
-            assert got.significand == round_to_odd, (vector, vector_min, got)
+        # The kept bits, and bit 0 set if anything below them was (exact when all are kept
+        # and the value is normal).
+        scaled = abs(value) / Fraction(2) ** (got.exponent - kept + 1)
+        round_to_odd = (scaled.numerator // scaled.denominator) | (scaled.denominator != 1)
+        assert got.significand == round_to_odd, (vector, vector_min, got)
 
 
-@pytest.mark.parametrize("configuration", NORMALIZE_CONFIGURATIONS, ids=lambda c: f"w{c[0]}")
+@pytest.mark.parametrize("configuration", NORMALIZE_CONFIGURATIONS,
+                         ids=lambda c: f"w{c[0]}" + (f"k{c[3]}" if c[3] else "")
+                         + ("shared" if c[2] is None else ""))
 def test_normalize(configuration):
     check_normalize(*configuration, count=1500, seed=configuration[0])
 
@@ -414,5 +440,7 @@ def test_arguments_are_checked():
     with pytest.raises(ValueError,
                        match="min_exponent must be None or fit a signed 8-bit exponent, not -1022"):
         FpNormalize(width=20, exponent_bits=8, min_exponent=-1022)
+    with pytest.raises(ValueError, match="kept_bits must be None or an integer from 2 to 20, not 21"):
+        FpNormalize(width=20, exponent_bits=12, min_exponent=-126, kept_bits=21)
     with pytest.raises(ValueError, match="exponent_bits must be an integer of at least 12 for fp64"):
         FpRound(FP64, width=60, exponent_bits=11)

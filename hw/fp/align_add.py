@@ -7,7 +7,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
 from zatile.hw._common import CheckedComponent
-from zatile.hw.barrel import barrel_shift
+from zatile.hw.barrel import widening_right_shift
 
 from zatile.hw.fp.count_zeros import trailing_zeros
 
@@ -170,12 +170,12 @@ class FpAlignAdd(CheckedComponent):
         with m.Else():
             m.d.comb += shift.eq(unclamped_shift)
         bottom = window - 1 - self._addend_width  # the term's lowest bit before shifting
-        shifted_at_top = Cat(Const(0, bottom), shifted.significand, Const(0, 1))
         # The shift loses the term's set bits below `shift - bottom`; they make the sticky bit.
         lost = ~shifted_is_zero & (trailing_zeros(m, shifted.significand) < shift - bottom)
         shifted_field = Signal(window)
-        m.d.comb += shifted_field.eq(
-            barrel_shift(m, shifted_at_top, shift, "right", "align") | lost)
+        m.d.comb += shifted_field.eq(Cat(
+            widening_right_shift(m, shifted.significand, window - 1, shift, "align"),
+            Const(0, 1)) | lost)
 
         anchor_field = Signal(window)
         m.d.comb += anchor_field.eq(Mux(shifted_on_top, ~anchor_is_zero,

@@ -52,6 +52,7 @@ class FpDotAdd16(wiring.Component):
 
         m_  unpack the four halves, two exact 11 × 11-bit products, FPDot special cases
         d_  add the products (the larger-exponent one anchored, 16 guard bits), normalize
+            keeping single precision's p + 2 bits (bit 0 sticky)
         a_  round the dot to single precision, unpack it and the addend, FPAdd special cases,
             align and add (3 guard bits)
         o   normalize, round and pack
@@ -125,11 +126,11 @@ class FpDotAdd16(wiring.Component):
             guard_bits=16, headroom_bits=2, order_by_exponent=True)
         m.submodules.normalize_dot = normalize_dot = FpNormalize(
             width=add_products.window_width, exponent_bits=_EXPONENT_BITS,
-            min_exponent=FP32.min_exponent)
+            min_exponent=FP32.min_exponent, kept_bits=FP32.precision + 2)
         m.d.comb += [add_products.augend.eq(m_products[0]),
                      add_products.addend.eq(m_products[1]),
                      normalize_dot.sum.eq(add_products.sum)]
-        d_dot = Signal(NormalizedLayout(add_products.window_width, _EXPONENT_BITS))
+        d_dot = Signal(NormalizedLayout(normalize_dot.kept_bits, _EXPONENT_BITS))
         d_dot_special_class = Signal(ResultClass)
         d_dot_special_sign = Signal()
         d_addend = Signal(32)
@@ -143,7 +144,7 @@ class FpDotAdd16(wiring.Component):
 
         # ---- a: round the dot (first rounding), then align and add it to the addend
         m.submodules.round_dot = round_dot = FpRound(
-            FP32, width=add_products.window_width, exponent_bits=_EXPONENT_BITS)
+            FP32, width=normalize_dot.kept_bits, exponent_bits=_EXPONENT_BITS)
         round_sum(m, round_dot, d_dot, d_dot_special_class, d_dot_special_sign, d_rounding,
                   d_flush)
         m.submodules.unpack_dot = unpack_dot = FpUnpack(FP32)

@@ -44,7 +44,8 @@ class FpMulAdd(CheckedComponent):
 
         m_  unpack the three operands, exact significand product, special cases
         a_  align the addend against the product and add (window 3p + 5 bits, sticky-correct)
-        n_  count leading zeros and normalize, or denormalize to the minimum exponent
+        n_  count leading zeros and normalize, or denormalize to the minimum exponent, keeping
+            the top p + 2 bits (bit 0 sticky)
         o   round (RMode, overflow, FZ) and pack
 
     The window keeps the addend's ``p + 2`` headroom bits above the product and 3 guard bits
@@ -145,9 +146,9 @@ class FpMulAdd(CheckedComponent):
         # ---- n: normalize
         m.submodules.normalize = normalize = FpNormalize(
             width=align_add.window_width, exponent_bits=exponent_bits,
-            min_exponent=fmt.min_exponent)
+            min_exponent=fmt.min_exponent, kept_bits=precision + 2)
         m.d.comb += normalize.sum.eq(a_sum)
-        n_value = Signal(NormalizedLayout(align_add.window_width, exponent_bits))
+        n_value = Signal(NormalizedLayout(normalize.kept_bits, exponent_bits))
         n_special_class = Signal(ResultClass)
         n_special_sign = Signal()
         n_rounding = Signal(RoundingMode)
@@ -158,10 +159,9 @@ class FpMulAdd(CheckedComponent):
                          n_flush.eq(a_flush)]
 
         # ---- o: round and pack
-        m.submodules.round = round_ = FpRound(fmt, width=align_add.window_width,
+        m.submodules.round = round_ = FpRound(fmt, width=normalize.kept_bits,
                                               exponent_bits=exponent_bits)
-        round_sum(m, round_, n_value, n_special_class, n_special_sign, n_rounding,
-                         n_flush)
+        round_sum(m, round_, n_value, n_special_class, n_special_sign, n_rounding, n_flush)
         with m.If(advance):
             m.d.sync += self.o.payload.eq(round_.bits)
         return m

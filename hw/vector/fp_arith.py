@@ -24,7 +24,9 @@ of each of its steps:
   every format, so the operands are chosen from the unpacked sources (:func:`_operands`);
 * the exact fused multiply-add of FP64 (:func:`_fused`): the 53 x 53-bit significand product
   (:class:`~zatile.hw.fp.multiply.FpMultiply`, which synthesis maps to DSP blocks), alignment
-  and addition, normalization down to the format's minimum exponent;
+  and addition, normalization down to the format's minimum exponent keeping only the top
+  bits any format's rounding uses and a sticky bit
+  (:func:`~zatile.hw.fp.normalize.normalized_sum`);
 * rounding at the format's precision: the kept significand bits are masked to it, its round
   and sticky bits picked, the increment added at its last place (:func:`_rounded`); the result
   is a sign, an 11-bit exponent field and a fraction at the top of 52 bits, packed into the
@@ -50,13 +52,11 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, enum
 
 from zatile.hw._common import max_bytes
-from zatile.hw.barrel import STAGE_NAME, WindowStage
 from zatile.hw.decoder import Op
 from zatile.hw.fp.align_add import FpAlignAdd, SumLayout, TermLayout, assign_term
-from zatile.hw.fp.count_zeros import leading_zeros, trailing_zeros
 from zatile.hw.fp.format import FP16, FP32, FP64
 from zatile.hw.fp.multiply import FpMultiply
-from zatile.hw.fp.normalize import NormalizedLayout
+from zatile.hw.fp.normalize import normalized_sum
 from zatile.hw.fp.unpack import UnpackedLayout
 from zatile.hw.vector.common import VectorExecutionUnit, active_bytes
 
@@ -330,7 +330,8 @@ def _operands(m: Module, params: _FormatParameters, control, first: _Source, sec
 def _fused(m: Module, control, multiplicand, multiplier, addend, power, min_exponent):
     """The exact ``addend + multiplicand * multiplier`` (times FSCALE's ``power`` of two; halved
     for FRSQRTS), operands unpacked in :data:`_FUSED`, normalized to the output format's
-    ``min_exponent``: a ``NormalizedLayout`` value whose top bits any format's rounding keeps.
+    ``min_exponent``: a ``NormalizedLayout`` value of the :data:`_NORMALIZED_BITS` top bits
+    of the significand, which any format's rounding keeps, and a sticky bit 0.
     One datapath serves every format: the product of two significands of a narrower format
     lies at the top of the wider product, and every bit below its round bit is kept or sticky
     (:class:`~zatile.hw.fp.align_add.FpAlignAdd`, whose conditions are weaker for a narrower
@@ -363,58 +364,11 @@ def _fused(m: Module, control, multiplicand, multiplier, addend, power, min_expo
         augend_width=2 * precision, addend_width=precision, exponent_bits=exponent_bits,
         guard_bits=3, headroom_bits=precision + 2)
     m.d.comb += [align_add.augend.eq(product_term), align_add.addend.eq(addend_term)]
-    window = align_add.window_width
-    total = Signal(SumLayout(window, exponent_bits), name="fused_sum")
+    total = Signal(SumLayout(align_add.window_width, exponent_bits), name="fused_sum")
     # FRSQRTS halves the exact sum before rounding.
     m.d.comb += [total.sign.eq(align_add.sum.sign), total.magnitude.eq(align_add.sum.magnitude),
                  total.exponent.eq(align_add.sum.exponent - control.rsqrt)]
-    return _normalized(m, total, min_exponent)
-
-
-def _normalized(m: Module, total, min_exponent: Value):
-    """``total`` (a :func:`~zatile.hw.fp.align_add.SumLayout` value) normalized as
-    :class:`~zatile.hw.fp.normalize.FpNormalize` does it to the run-time ``min_exponent``, but
-    only the top :data:`_NORMALIZED_BITS` bits of the significand kept, the rest ORed into its
-    bit 0 (the same to every rounding): a ``NormalizedLayout(_NORMALIZED_BITS, ...)`` value.
-
-    The magnitude, below :data:`_NORMALIZED_BITS` zero bits, moves up by that many places plus
-    the leading zeros (a normal result), plus the places from its exponent down to
-    ``min_exponent`` (a tiny one; fewer than the leading zeros, or negative: a move down).
-    One left shifter with the output's width at its end does both, each stage only as wide
-    as the bits the later ones can still bring into the output; the bits left below it are
-    set, the trailing zeros tell, when fewer trailing zeros than the places below it."""
-    width, exponent_bits = len(total.magnitude), len(total.exponent)
-    magnitude = total.magnitude
-    leading = Signal(range(width + 1), name="normalize_leading")
-    m.d.comb += leading.eq(leading_zeros(m, magnitude))
-    leading_one_exponent = Signal(signed(exponent_bits + 1), name="normalize_leading_exponent")
-    m.d.comb += leading_one_exponent.eq(total.exponent - leading)
-    tiny = leading_one_exponent < min_exponent
-    places = Signal(signed(exponent_bits + 2), name="normalize_places")
-    m.d.comb += places.eq(Mux(tiny, total.exponent - min_exponent, leading) + _NORMALIZED_BITS)
-    amount = Signal(range(width + _NORMALIZED_BITS + 1), name="normalize_amount")
-    m.d.comb += amount.eq(Mux(places < 0, 0, places))
-
-    shifted = Cat(magnitude, Const(0, _NORMALIZED_BITS))
-    for bit in reversed(range(len(amount))):
-        step = 1 << bit
-        stage_width = min(len(shifted), _NORMALIZED_BITS + step - 1)
-        padded = Cat(Const(0, max(0, stage_width + step - len(shifted))), shifted)
-        stage = m.submodules[f"{STAGE_NAME}_normalize_{bit}"] = WindowStage(stage_width, step)
-        m.d.comb += [stage.i.eq(padded[len(padded) - stage_width - step:]),
-                     stage.enable.eq(amount[bit])]
-        shifted = stage.o
-    sticky = trailing_zeros(m, magnitude) < width - amount
-
-    normalized = Signal(NormalizedLayout(_NORMALIZED_BITS, exponent_bits), name="normalized")
-    m.d.comb += [
-        normalized.sign.eq(total.sign),
-        normalized.exponent.eq(Mux(tiny, min_exponent, leading_one_exponent)),
-        normalized.significand.eq(shifted | sticky),
-        normalized.tiny.eq(tiny),
-        normalized.zero.eq(leading == width),
-    ]
-    return normalized
+    return normalized_sum(m, total, min_exponent, _NORMALIZED_BITS)
 
 
 #: A result before packing: FP64's fields, the fraction at the top for a narrower format.
