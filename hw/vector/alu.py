@@ -33,7 +33,7 @@ from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
                                      chunk_part, chunk_registers, chunk_steps, element_starts,
-                                     extend, partitioned_add, predicate_test)
+                                     extend, partitioned_add, per_size, predicate_test)
 
 __all__ = ["VectorAlu"]
 
@@ -138,7 +138,7 @@ class VectorAlu(VectorExecutionUnit):
         m.d.comb += lane_source.eq(Cat(
             Cat(Mux(wide, second_vector.word_select(lane, 64)[:32], immediate[:32]),
                 immediate[32:]) for lane in range(width // 64)))
-        replicated = _per_size(m, esize_log2, "replicated", width, lambda log2: Cat(
+        replicated = per_size(m, esize_log2, "replicated", width, lambda log2: Cat(
             lane_source.word_select(element >> (3 - log2), 64)[:8 << log2]
             for element in range(chunk_bytes >> log2)))
         second = Signal(width)
@@ -183,9 +183,9 @@ class VectorAlu(VectorExecutionUnit):
                                             second_vector, immediate, wide)
 
         # ---- element starts, active bytes
-        starts = _per_size(m, esize_log2, "register_starts", maxb,
+        starts = per_size(m, esize_log2, "register_starts", maxb,
                            lambda log2: element_starts(log2, maxb))
-        active = _per_size(m, esize_log2, "active", maxb,
+        active = per_size(m, esize_log2, "active", maxb,
                            lambda log2: active_bytes(payload.governing, log2, maxb))
 
         # ---- predicate operations (byte granular, the whole register at the last chunk)
@@ -274,7 +274,7 @@ def _elements(m: Module, control, wanted, esize_log2: Value, first: Value, secon
     def at_last_byte(log2, values, index):
         return values[index | ((1 << log2) - 1)]
 
-    starts = _per_size(m, esize_log2, "starts", chunk_bytes,
+    starts = per_size(m, esize_log2, "starts", chunk_bytes,
                        lambda log2: element_starts(log2, chunk_bytes))
     last_bytes = Cat(starts[1:], Const(1))
     # a - b is a + ~b + 1; reversed, b - a is ~a + b + 1.
@@ -286,11 +286,11 @@ def _elements(m: Module, control, wanted, esize_log2: Value, first: Value, secon
     sums, carries = partitioned_add(m, "sums", augend, addend, starts,
                                      control.subtract.replicate(chunk_bytes))
     # The exact immediate's bits n and n + 1.
-    immediate_high = _per_size(m, esize_log2, "immediate_high", 2,
+    immediate_high = per_size(m, esize_log2, "immediate_high", 2,
                                lambda log2: extend(immediate, True, 66)[8 << log2:][:2])
     byte_zero = Signal(chunk_bytes)
     m.d.comb += byte_zero.eq(Cat(~byte(sums, index).any() for index in range(chunk_bytes)))
-    element_zero = _per_size(m, esize_log2, "element_zero", chunk_bytes, lambda log2: Cat(
+    element_zero = per_size(m, esize_log2, "element_zero", chunk_bytes, lambda log2: Cat(
         byte_zero[index & ~((1 << log2) - 1):][:1 << log2].all() for index in range(chunk_bytes)))
     lanes = [Signal(64, name=f"wide_{lane}") for lane in range(chunk_bytes // 8)]
     m.d.comb += [lane.eq(second_vector.word_select(index, 64)) for index, lane in enumerate(lanes)]
@@ -320,9 +320,9 @@ def _elements(m: Module, control, wanted, esize_log2: Value, first: Value, secon
                                     | ~less[index] & ~equal[index] & wanted.greater)
 
     # At every byte of each element.
-    element_less = _per_size(m, esize_log2, "element_less", chunk_bytes, lambda log2: Cat(
+    element_less = per_size(m, esize_log2, "element_less", chunk_bytes, lambda log2: Cat(
         at_last_byte(log2, less, index) for index in range(chunk_bytes)))
-    element_overflow = _per_size(m, esize_log2, "element_overflow", chunk_bytes, lambda log2: Cat(
+    element_overflow = per_size(m, esize_log2, "element_overflow", chunk_bytes, lambda log2: Cat(
         at_last_byte(log2, overflow, index) for index in range(chunk_bytes)))
     negate, negated = Signal(chunk_bytes), Signal(len(sums))
     m.d.comb += [negate.eq(element_less & kind.abd.replicate(chunk_bytes)),
@@ -344,7 +344,7 @@ def _elements(m: Module, control, wanted, esize_log2: Value, first: Value, secon
             m.d.comb += results[bit].eq(Mux(
                 picked, tables.word_select(index, 4).bit_select(Cat(first[bit], second[bit]), 1),
                 Mux(element_overflow[index], saturated[bit % 8], magnitudes[bit])))
-    compare = _per_size(m, esize_log2, "compare", chunk_bytes, lambda log2: Cat(
+    compare = per_size(m, esize_log2, "compare", chunk_bytes, lambda log2: Cat(
         at_last_byte(log2, truth, index) if index % (1 << log2) == 0 else Const(0)
         for index in range(chunk_bytes)))
     return results, compare
@@ -371,17 +371,6 @@ def _wide_fits(m: Module, esize_log2: Value, lane: Value, signed_: Value) -> Val
         with m.Default():
             m.d.comb += fits.eq(1)
     return fits
-
-
-def _per_size(m: Module, esize_log2: Value, name: str, width: int, value_of) -> Signal:
-    """A signal of ``width`` bits that is ``value_of(log2)`` for the element size
-    ``2^esize_log2`` bytes."""
-    value = Signal(width, name=name)
-    with m.Switch(esize_log2):
-        for log2 in ELEMENT_SIZES:
-            with m.Case(log2):
-                m.d.comb += value.eq(value_of(log2))
-    return value
 
 
 def _bit_masks(m: Module, mask64: Value, immr: Value, imms: Value) -> Value:

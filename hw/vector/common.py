@@ -40,7 +40,7 @@ from zatile.hw.decoder import DecodedLayout
 __all__ = ["VectorOpLayout", "VectorResultLayout", "VectorExecutionUnit", "ELEMENT_SIZES",
            "ChunkSteps", "chunk_steps", "is_last_chunk", "chunk_part", "chunk_registers",
            "element_starts", "active_bytes", "predicate_test", "extend", "saturate",
-           "partitioned_add"]
+           "partitioned_add", "per_size"]
 
 #: log2 of the element sizes in bytes.
 ELEMENT_SIZES = (0, 1, 2, 3)
@@ -230,3 +230,15 @@ def partitioned_add(m: Module, name: str, x: Value, y: Value, starts: Value,
         carries.eq(Cat(total[9 * k + 9] for k in range(count))),
     ]
     return sums, carries
+
+
+def per_size(m: Module, esize_log2: Value, name: str, width: int, value_of,
+             sizes=ELEMENT_SIZES) -> Signal:
+    """A signal of ``width`` bits that is ``value_of(log2)`` for the element size
+    ``2^esize_log2`` bytes, one of ``sizes`` (log2 of the sizes in bytes; 0 for another)."""
+    value = Signal(width, name=name)
+    with m.Switch(esize_log2):
+        for log2 in sizes:
+            with m.Case(log2):
+                m.d.comb += value.eq(value_of(log2))
+    return value

@@ -37,7 +37,8 @@ from zatile.sw.arch.pseudocode import predicate_count
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import CHOICES, Op
 from zatile.hw.vector.common import (ELEMENT_SIZES, VectorExecutionUnit, active_bytes,
-                                     element_starts, extend, partitioned_add, predicate_test)
+                                     element_starts, extend, partitioned_add, per_size,
+                                     predicate_test)
 
 __all__ = ["VectorPredicateUnit"]
 
@@ -380,21 +381,10 @@ class VectorPredicateUnit(VectorExecutionUnit):
         return m
 
 
-def _per_size(m: Module, esize_log2: Value, name: str, width: int, value_of) -> Signal:
-    """A signal of ``width`` bits that is ``value_of(log2)`` for the element size
-    ``2^esize_log2`` bytes."""
-    value = Signal(width, name=name)
-    with m.Switch(esize_log2):
-        for log2 in ELEMENT_SIZES:
-            with m.Case(log2):
-                m.d.comb += value.eq(value_of(log2))
-    return value
-
-
 def _spread(m: Module, esize_log2: Value, name: str, bits: Value) -> Signal:
     """One bit per byte: the bit of ``bits`` at the last byte of the byte's element (elements
     of ``2^esize_log2`` bytes)."""
-    return _per_size(m, esize_log2, name, len(bits), lambda log2: Cat(
+    return per_size(m, esize_log2, name, len(bits), lambda log2: Cat(
         bits[byte | ((1 << log2) - 1)] for byte in range(len(bits))))
 
 
@@ -413,7 +403,7 @@ def _adjust_elements(m: Module, vector: Value, esize_log2: Value, maxb: int, del
     delta16 = Signal(signed(16), name="adjust_delta")
     m.d.comb += delta16.eq(delta)
     negative = delta16[15]
-    firsts = _per_size(m, esize_log2, "adjust_firsts", maxb,
+    firsts = per_size(m, esize_log2, "adjust_firsts", maxb,
                        lambda log2: element_starts(log2, maxb))
     lasts = Cat(firsts[1:], Const(1))
     addend = Signal(8 * maxb, name="adjust_addend")
@@ -459,7 +449,7 @@ def _fold(m: Module, vector: Value, size_log2: Value, maxb: int, signed_: Value,
     """
     def per_byte(name: str, bit_of) -> Signal:
         """One bit per byte, ``bit_of(byte, size)`` for the element size."""
-        return _per_size(m, size_log2, name, maxb, lambda log2: Cat(
+        return per_size(m, size_log2, name, maxb, lambda log2: Cat(
             bit_of(byte, 1 << log2) for byte in range(maxb)))
 
     def top_bit(byte: int) -> Value:
@@ -503,7 +493,7 @@ def _fold(m: Module, vector: Value, size_log2: Value, maxb: int, signed_: Value,
                                firsts, ordering)
     # Whether the result of MAX or MIN is y, at every byte of the block: for MAX, when x - y is
     # negative; for MIN, when it is not.
-    take_y = _per_size(m, size_log2, "fold_take_y", maxb, lambda log2: Cat(
+    take_y = per_size(m, size_log2, "fold_take_y", maxb, lambda log2: Cat(
         sums[8 * (byte | ((2 << log2) - 1)) + 7] ^ minimum for byte in range(maxb)))
     take_y_bits = Cat(take_y[byte].replicate(8) for byte in range(maxb))
     result = Signal(width, name="fold_result")
