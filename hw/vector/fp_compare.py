@@ -51,7 +51,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, Value
 from zatile.hw._common import max_bytes
 from zatile.hw.decoder import Op
 from zatile.hw.vector.common import (VectorExecutionUnit, active_bytes, chunk_part,
-                                     element_starts, is_last_chunk)
+                                     element_starts, is_last_chunk, per_size)
 
 __all__ = ["VectorFpCompare"]
 
@@ -127,14 +127,8 @@ def _byte_bits(byte_mask: Value) -> Value:
 
 
 def _per_size(m: Module, esize_log2: Value, name: str, width: int, value_of) -> Signal:
-    """A signal of ``width`` bits that is ``value_of(log2)`` for the floating-point element
-    size ``2^esize_log2`` bytes."""
-    value = Signal(width, name=name)
-    with m.Switch(esize_log2):
-        for log2 in _FP_SIZES:
-            with m.Case(log2):
-                m.d.comb += value.eq(value_of(log2))
-    return value
+    """:func:`~zatile.hw.vector.common.per_size` over the floating-point element sizes."""
+    return per_size(m, esize_log2, name, width, value_of, sizes=_FP_SIZES)
 
 
 class _Controls:
