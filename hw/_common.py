@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from amaranth import Cat, Const, Signal, Value
+from amaranth import Cat, ClockDomain, ClockSignal, Const, Signal, Value
 from amaranth.lib import data, enum, wiring
+from amaranth.lib.memory import Memory
 
 from zatile.sw.arch.config import EngineConfig
 
 __all__ = ["CheckedComponent", "ConfigComponent", "check_config", "row_layout", "byte_mask",
-           "max_bytes", "pipeline_advance", "derived_enum"]
+           "max_bytes", "pipeline_advance", "derived_enum", "block_ram", "falling_edge_reads"]
 
 
 def derived_enum(name: str, members: list[str], shape: int) -> type:
@@ -99,3 +100,34 @@ def pipeline_advance(m, sink, source, stages: list[str]) -> Signal:
     with m.If(advance):
         m.d.sync += [later.eq(earlier) for earlier, later in zip(chain, chain[1:])]
     return advance
+
+
+#: Attributes asking Yosys to map a memory to block RAM (``ram_style``, which its
+#: ``memory_libmap`` reads), where it would otherwise choose LUT RAM for a shallow one.
+BLOCK_RAM = {"ram_style": "block"}
+
+
+def block_ram(shape, depth: int):
+    """A memory of ``shape`` × ``depth``, initially zero, that synthesis maps to block RAM
+    (read it through :func:`falling_edge_reads`' domain: block RAM reads at a clock edge)."""
+    return Memory(shape=shape, depth=depth, init=[], attrs=BLOCK_RAM)
+
+
+def falling_edge_reads(m) -> str:
+    """Add to module ``m`` a clock domain on the falling edge of ``sync``, and return its name,
+    for the read ports of :func:`block_ram` memories.
+
+    Block RAM reads at a clock edge. Read at the falling edge, a memory behaves as one with
+    combinational reads to the logic of the rising edge: the address, set after the rising
+    edge, is taken half a cycle later, and the data is there before the next rising edge; a
+    write at the rising edge is read at the falling edge after it. The price is timing: the
+    address logic and the logic after the read get half a cycle each. The addresses must
+    therefore come from registers of the ``sync`` domain or memories read combinationally: not
+    from another memory read at the falling edge (both take their addresses at the same edge,
+    so the second would take the first's previous data), nor from inputs of the design that a
+    testbench changes at a falling edge.
+    """
+    domain = ClockDomain("falling_edge_reads", clk_edge="neg", reset_less=True, local=True)
+    m.domains += domain
+    m.d.comb += domain.clk.eq(ClockSignal("sync"))
+    return domain.name

@@ -36,7 +36,9 @@ Status outputs
     ``debug_addr`` selected one cycle earlier (meaningful while idle). It reads through the
     read ports of execution (the first Z and P ports, the ZA slice port), which it takes while
     the execution queue is empty: debug ports of their own would be another copy of every
-    distributed-RAM bank of Z and ZA.
+    block-RAM bank of Z and ZA. Z and ZA are read at the falling edge
+    (``hw/_common.py``, ``falling_edge_reads``), so ``debug_addr`` must change only at rising
+    edges, driven from a register.
 ``perf``
     64-bit event counters since reset (:mod:`zatile.hw.perf_counters`).
 
@@ -294,6 +296,8 @@ class ZaTileEngine(ConfigComponent):
         width = index_width(config)
         lanes = config.issue_lanes
         x_entry_layout = ExecutionEntryLayout(config)
+        # The execution queue's head addresses the register files, which read at the falling
+        # edge: it stays in LUT RAM, read combinationally (hw/_common.py, falling_edge_reads).
         m.submodules.execution_queue = x_queue = LaneFifo(x_entry_layout.size, depth, lanes)
         m.submodules.order = order = LaneFifo(1, 2 * depth, lanes)
         m.submodules.load_queue = load_queue = LoadQueue(config)
@@ -380,7 +384,8 @@ class ZaTileEngine(ConfigComponent):
         x_head = data.View(x_entry_layout, x_queue.r_data[0])
         issued = x_head.issue
         d_sources = Cat(issued.src0, issued.src1, issued.src2)
-        m.submodules.x_results = x_results = LaneFifo(ResultLayout.size, depth, lanes)
+        m.submodules.x_results = x_results = LaneFifo(ResultLayout.size, depth, lanes,
+                                                      block_ram=True)
         m.d.comb += [
             load_queue.x_loads_before.eq(x_head.loads_before),
             d_valid.eq((x_queue.level != 0) & load_queue.x_loads_written & x_results.w_rdy),

@@ -7,17 +7,21 @@ be read from the next.
 
 The entries live in ``lanes`` banks of memory, place ``p`` in bank ``p mod lanes``: the places
 one cycle writes (or reads) are consecutive, so each bank has one write and one read port, which
-an FPGA holds in distributed RAM instead of flip-flops and wide multiplexers.
+an FPGA holds in distributed RAM instead of flip-flops and wide multiplexers, or (``block_ram``)
+in block RAM read at the falling edge (``hw/_common.py``, ``falling_edge_reads``): the read
+address is the head pointer, a register, so the oldest entries are there from the middle of
+the cycle; what they feed must not address another memory read at the falling edge (the
+execution queue's head addresses the register files, so it stays in LUT RAM).
 """
 
 from __future__ import annotations
 
-from amaranth import Array, Const, Module, Signal
+from amaranth import Array, Const, Module, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from zatile.hw._common import CheckedComponent
+from zatile.hw._common import CheckedComponent, block_ram, falling_edge_reads
 
 __all__ = ["LaneFifo"]
 
@@ -33,6 +37,9 @@ class LaneFifo(CheckedComponent):
         Entries: a power of two, at least ``lanes``.
     lanes : int
         Entries written and read per cycle: a power of two.
+    block_ram : bool
+        Hold the entries in block RAM, read at the falling edge (``r_data`` is valid from the
+        middle of the cycle), instead of LUT RAM read combinationally.
 
     Attributes
     ----------
@@ -57,7 +64,7 @@ class LaneFifo(CheckedComponent):
     """
 
     @staticmethod
-    def check_arguments(width: int, depth: int, lanes: int) -> None:
+    def check_arguments(width: int, depth: int, lanes: int, *, block_ram: bool = False) -> None:
         if not isinstance(width, int) or width < 1:
             raise ValueError(f"width must be a positive integer, not {width!r}")
         if not isinstance(lanes, int) or lanes < 1 or lanes & (lanes - 1):
@@ -65,9 +72,12 @@ class LaneFifo(CheckedComponent):
         if not isinstance(depth, int) or depth < lanes or depth & (depth - 1):
             raise ValueError(f"depth must be a power of two of at least {lanes} lanes, "
                              f"not {depth!r}")
+        if not isinstance(block_ram, bool):
+            raise ValueError(f"block_ram must be a bool, not {block_ram!r}")
 
-    def __init__(self, width: int, depth: int, lanes: int):
+    def __init__(self, width: int, depth: int, lanes: int, *, block_ram: bool = False):
         self._width, self._depth, self._lanes = width, depth, lanes
+        self._block_ram = block_ram
         super().__init__({
             "w_en": In(lanes), "w_data": In(data.ArrayLayout(width, lanes)), "w_rdy": Out(1),
             "r_count": In(range(lanes + 1)), "r_data": Out(data.ArrayLayout(width, lanes)),
@@ -102,14 +112,22 @@ class LaneFifo(CheckedComponent):
             places.append((tail + written)[:len(tail)])
             written = written + self.w_en[lane]
         read_data = []
+        read_domain = falling_edge_reads(m) if self._block_ram else "comb"
         for bank in range(lanes):
-            memory = Memory(shape=self._width, depth=rows, init=[])
+            memory = (block_ram(self._width, rows) if self._block_ram
+                      else Memory(shape=self._width, depth=rows, init=[]))
             m.submodules[f"bank{bank}"] = memory
-            write, read = memory.write_port(), memory.read_port(domain="comb")
+            write, read = memory.write_port(), memory.read_port(domain=read_domain)
+            # The last lane whose place is in this bank writes it. Data and address need no
+            # zero default (the enable decides), which saves a gate per bit of the entry.
+            data_, address, enable = self.w_data[0], row_of(places[0]), Const(0)
             for lane, place in enumerate(places):
-                with m.If(self.w_en[lane] & (bank_of(place) == bank)):
-                    m.d.comb += [write.en.eq(1), write.addr.eq(row_of(place)),
-                                 write.data.eq(self.w_data[lane])]
+                hit = self.w_en[lane] & (bank_of(place) == bank)
+                if lane:
+                    data_ = Mux(hit, self.w_data[lane], data_)
+                    address = Mux(hit, row_of(place), address)
+                enable = enable | hit
+            m.d.comb += [write.en.eq(enable), write.data.eq(data_), write.addr.eq(address)]
             # Of the places head .. head + lanes - 1, the one in this bank.
             m.d.comb += read.addr.eq(row_of(head + ((bank - bank_of(head))
                                                     % lanes if lanes > 1 else 0)))

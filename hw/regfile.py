@@ -4,32 +4,34 @@ Byte ``e`` of a Z register is bits [8e+7:8e]; predicate bit ``b`` is bit ``b`` o
 (bit ``b % 8`` of byte ``b // 8`` in ``sim.state``). Bits above the effective SVL are kept but
 not architectural.
 
-Z lives in memories with asynchronous reads, which FPGA tools map to distributed (LUT) RAM:
-one memory per write port (the executed instructions', the load queue's), each read through a
-copy per read port. A port writes its value XOR the other memory's word at that address (read
-through one more copy), so a register's value is the XOR of the two memories, whichever port
-wrote each byte last, without a table of latest writers. One flip-flop per register says
-whether it was written since the last PSTATE.SM change (``reset_sve``, which thereby clears
-all of Z in one cycle): a register that was not reads as zero, and its first write writes all
-of it, zeros beyond its enabled bytes. Measured with ``synth_ecp5`` at SVL 128: with Z in
-flip-flops the file took 40,816 LUT4 and 4,352 flip-flops; with two memories and a per-byte
-table of latest writers, 13,432 LUT4, 512 TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 1,280
-flip-flops; this way 4,319 LUT4, 640 TRELLIS_DPR16X4 and 288 flip-flops. That file also had a
-read port for the engine's debug backdoor, which now reads through the first ports
-(``hw/engine.py``): without it, 3,689 LUT4 and 512 TRELLIS_DPR16X4 (``synth_ecp5
--nowidelut``). P and FFR, a sixteenth of the bits, stay flip-flops.
+Z lives in block RAM, read at the falling edge of the clock (``hw/_common.py``,
+``falling_edge_reads``): to the rest of the engine the reads are combinational, but their
+addresses must come from registers. There is one memory per write port (the executed
+instructions', the load queue's), each read through a copy per read port. A port writes its
+value XOR the other memory's word at that address (read through one more copy), so a
+register's value is the XOR of the two memories, whichever port wrote each byte last, without a
+table of latest writers. One flip-flop per register says whether it was written since the last
+PSTATE.SM change (``reset_sve``, which thereby clears all of Z in one cycle): a register that
+was not reads as zero, and its first write writes all of it, zeros beyond its enabled bytes.
+
+Measured with ``synth_ecp5`` at SVL 128: with Z in flip-flops the file took 40,816 LUT4 and
+4,352 flip-flops; with two memories and a per-byte table of latest writers, 13,432 LUT4, 512
+TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 1,280 flip-flops; this way in LUT RAM (combinational
+reads) 3,689 LUT4 and 512 TRELLIS_DPR16X4 (``synth_ecp5 -nowidelut``), which the whole SoC
+places as about 3,800 LUT places; in block RAM 2,898 LUT4 and 32 DP16KD (of the LFE5U-85F's
+208). P and FFR, a sixteenth of the bits, stay flip-flops.
 """
 
 from __future__ import annotations
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import ConfigComponent, byte_mask, max_bytes, row_layout
+from zatile.hw._common import (ConfigComponent, block_ram, byte_mask, falling_edge_reads,
+                               max_bytes, row_layout)
 
 __all__ = ["ReadPortSignature", "WritePortSignature", "RegisterFile"]
 
@@ -38,7 +40,8 @@ P_REGISTERS = 16
 
 
 def ReadPortSignature(addr_width: int, data_shape) -> wiring.Signature:
-    """A combinational read port, from the reader's side: ``addr`` out, ``data`` in."""
+    """A read port, from the reader's side: ``addr`` out, ``data`` in, combinationally to the
+    reader (Z is read at the falling edge: module documentation)."""
     return wiring.Signature({"addr": Out(addr_width), "data": In(data_shape)})
 
 
@@ -61,7 +64,8 @@ class RegisterFile(ConfigComponent):
 
     Attributes
     ----------
-    z_read_a, z_read_b, z_read_c : In(ReadPortSignature(5, row)), combinational Z reads
+    z_read_a, z_read_b, z_read_c : In(ReadPortSignature(5, row))
+        Z reads, at the falling edge (their addresses must come from registers)
     p_read_a, p_read_b, p_read_c : In(ReadPortSignature(4, MAXB)), combinational P reads
         (three for the predicate operations, ``Pg``, ``Pn`` and ``Pm``)
     p_read_load : In(ReadPortSignature(4, MAXB))
@@ -141,11 +145,13 @@ class RegisterFile(ConfigComponent):
         writes = {"execute": (execute.en & ~collide, execute.addr, execute.lanes,
                               Value.cast(execute.data)),
                   "load": (load.en, load.addr, load_lanes, load_data)}
-        memories = {name: Memory(shape=8 * maxb, depth=Z_REGISTERS, init=[]) for name in writes}
+        read_domain = falling_edge_reads(m)
+        memories = {name: block_ram(8 * maxb, Z_REGISTERS) for name in writes}
         reads = {}
         for name, memory in memories.items():
             m.submodules[f"z_{name}"] = memory
-            reads[name] = [memory.read_port(domain="comb") for _ in (*read_ports, "writer")]
+            reads[name] = [memory.read_port(domain=read_domain)
+                           for _ in (*read_ports, "writer")]
             for read, port in zip(reads[name], read_ports):
                 m.d.comb += read.addr.eq(port.addr)
         for name, (enable, address, lanes, data_) in writes.items():

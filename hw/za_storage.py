@@ -12,22 +12,25 @@ columns at a smaller SVL are a prefix of those at MAXB).
 
 Two implementations, chosen by ``array_rows``:
 
-* With one row per pass (the FPGA configurations), ZA is held in MAXB byte-wide **banks** with
-  asynchronous reads, which FPGA tools map to distributed (LUT) RAM. Byte ``c`` of row ``r``
-  lives in bank ``(c + r) mod MAXB`` at address ``r`` (a diagonal skew), so every access touches
-  each bank once: a row (a horizontal slice, a tile row) is one address in every bank, and a
-  vertical slice of tile ``k``, column ``j`` and size E finds its byte ``p`` in bank
-  ``(p + k + j*E) mod MAXB``, at the row ``k + (p & -E)``. Both directions are therefore a
-  rotation of the slice's bytes by ``k + index*E`` and an address per bank. As in the register
-  file (``hw/regfile.py``), there is one copy of the banks per write port (the tile ports and the
-  slice write), read through a copy per read port, and two flip-flops per byte (a live-value
-  table: which copy holds the byte's latest value, and whether it was written since it was last
-  zeroed, which makes zeroing one cycle). Measured with ``synth_ecp5`` at SVL 128 with two tile
-  ports when this was chosen: flip-flop rows 32,710 LUT4 and 2,048 flip-flops; banks 13,692
-  LUT4, 384 TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 768 flip-flops. The banks then also had a
-  read port for the engine's debug backdoor, which now reads rows as byte slices through the
-  slice port (``hw/engine.py``): without it, 8,045 LUT4 and 288 TRELLIS_DPR16X4 (``synth_ecp5
-  -nowidelut``).
+* With one row per pass (the FPGA configurations), ZA is held in MAXB byte-wide **banks** of
+  block RAM, read at the falling edge of the clock (``hw/_common.py``, ``falling_edge_reads``:
+  combinational reads to the rest of the engine, from addresses that come from registers). Byte
+  ``c`` of row ``r`` lives in bank ``(c + r) mod MAXB`` at address ``r`` (a diagonal skew), so
+  every access touches each bank once: a row (a horizontal slice, a tile row) is one address in
+  every bank, and a vertical slice of tile ``k``, column ``j`` and size E finds its byte ``p``
+  in bank ``(p + k + j*E) mod MAXB``, at the row ``k + (p & -E)``. Both directions are therefore
+  a rotation of the slice's bytes by ``k + index*E`` and an address per bank. As in the
+  register file (``hw/regfile.py``), there is one copy of the banks per write port (the tile
+  ports and the slice write), read through a copy per read port, and two flip-flops per byte (a
+  live-value table: which copy holds the byte's latest value, and whether it was written since
+  it was last zeroed, which makes zeroing one cycle). Measured with ``synth_ecp5`` at SVL 128
+  with two tile ports when this was chosen: flip-flop rows 32,710 LUT4 and 2,048 flip-flops;
+  banks in LUT RAM 13,692 LUT4, 384 TRELLIS_DPR16X4 (16×4-bit LUT RAMs) and 768 flip-flops.
+  Without the debug backdoor's read port (the engine reads rows as byte slices through the
+  slice port, ``hw/engine.py``), 8,045 LUT4 and 288 TRELLIS_DPR16X4 in LUT RAM (about 2,200 of
+  the SoC's LUT places), 8,154 LUT4 and 144 DP16KD in block RAM (``synth_ecp5 -nowidelut``).
+  A bank fills a sixteenth of a DP16KD at SVL 128: block RAM is what the LFE5U-85F has spare,
+  not LUTs.
 * With more rows per pass, a pass needs several rows of every bank at once, so ZA is held in
   flip-flop rows.
 
@@ -40,12 +43,12 @@ from __future__ import annotations
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
 from zatile.sw.arch.config import EngineConfig
 
-from zatile.hw._common import ConfigComponent, check_config, max_bytes, row_layout
+from zatile.hw._common import (ConfigComponent, block_ram, check_config, falling_edge_reads,
+                               max_bytes, row_layout)
 from zatile.hw.barrel import barrel_shift
 
 __all__ = ["ELEMENT_SIZES", "SliceLayout", "SliceReadSignature", "SliceWriteSignature",
@@ -63,7 +66,8 @@ def SliceLayout(config: EngineConfig) -> data.StructLayout:
 
 
 def SliceReadSignature(config: EngineConfig) -> wiring.Signature:
-    """Combinational slice read, from the reader's side."""
+    """Slice read, from the reader's side: ``data`` follows ``slice`` combinationally, or (in
+    the banked storage) at the next falling edge."""
     return wiring.Signature({"slice": wiring.Out(SliceLayout(config)),
                              "data": wiring.In(row_layout(config))})
 
@@ -91,8 +95,9 @@ def _pass_rows(config: EngineConfig) -> data.ArrayLayout:
 
 
 def TileReadSignature(config: EngineConfig) -> wiring.Signature:
-    """Combinational read of the rows of one pass of a .S (``double`` = 0) or .D (``double`` = 1)
-    tile: ``config.array_rows`` rows (all of a .S tile's by default).
+    """Read of the rows of one pass of a .S (``double`` = 0) or .D (``double`` = 1) tile:
+    ``config.array_rows`` rows (all of a .S tile's by default), at the falling edge in the
+    banked storage (as the slice read).
 
     ``rows[s]`` is tile row ``i = pass_ * array_rows + s`` (ZA row ``tile + i*E``); a .D tile has
     MAXB/8 rows, and ``rows[s]`` beyond them reads as zero.
@@ -135,7 +140,8 @@ class ZaStorage(ConfigComponent):
     Attributes
     ----------
     slice_read : In(SliceReadSignature)
-        Horizontal or vertical slice of any element size, combinational.
+        Horizontal or vertical slice of any element size (read at the falling edge by the
+        banked storage: module documentation).
     slice_write : In(SliceWriteSignature)
         Horizontal or vertical slice write with element-granular enables.
     tile_read : In(TileReadSignature) array of ``tile_ports``
@@ -367,6 +373,7 @@ class ZaStorage(ConfigComponent):
                                    port.rows[0].eq(Mux(beyond, 0, data_)))
 
         # Per bank and write port, a memory read through a copy per read port.
+        read_domain = falling_edge_reads(m)
         reads = {}      # (writer, bank) -> its read ports, in the order of `readers`
         hits = {}       # (writer, bank) -> one bit per address the writer writes
         for name, ((rotation, rows), data_, enables) in written.items():
@@ -375,12 +382,11 @@ class ZaStorage(ConfigComponent):
             bank_enables = barrel_shift(m, enables, rotation, "rotate_left",
                                         f"{name}_write_enables")
             for b, bank_address in enumerate(addresses(rows)):
-                memory = m.submodules[f"{name}_bank{b}"] = Memory(shape=8, depth=depth,
-                                                                   init=[])
+                memory = m.submodules[f"{name}_bank{b}"] = block_ram(8, depth)
                 write = memory.write_port()
                 m.d.comb += [write.addr.eq(bank_address), write.en.eq(bank_enables[b]),
                              write.data.eq(bank_data.word_select(b, 8))]
-                reads[name, b] = [memory.read_port(domain="comb") for _ in readers]
+                reads[name, b] = [memory.read_port(domain=read_domain) for _ in readers]
                 hit = hits[name, b] = Signal(depth, name=f"{name}_bank{b}_hit")
                 m.d.comb += hit.eq(Mux(bank_enables[b], Const(1, depth) << bank_address, 0))
 

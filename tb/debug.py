@@ -1,15 +1,17 @@
 """The read-only debug backdoor: ZA rows, Z, P and FFR as the scoreboard sees them.
 
 ``debug_addr`` selects (space, index); ``debug_data`` shows the selection one cycle later
-(:mod:`zatile.hw.engine`). Reads are pipelined one per cycle: at each falling edge the reader takes the data
-for the address it drove one edge earlier and drives the next address. Only meaningful while the
+(:mod:`zatile.hw.engine`). The engine reads its block RAMs at the falling edge, so the reader
+drives ``debug_addr`` at rising edges, as a register of the design would. Reads are pipelined
+one per cycle: at each rising edge the reader drives the next address, and at the falling edge
+after it takes the data for the address it drove one cycle earlier. Only meaningful while the
 engine is idle.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from cocotb.triggers import FallingEdge
+from cocotb.triggers import FallingEdge, RisingEdge
 
 from zatile.hw.engine import DebugAddressLayout, DebugSpace
 from zatile.tb.stream import Payload, layout_fields, read_int, signal
@@ -40,12 +42,16 @@ class DebugReader:
 
         Must be awaited at a falling edge; returns at a falling edge.
         """
-        falling = FallingEdge(self._clock)
+        rising, falling = RisingEdge(self._clock), FallingEdge(self._clock)
         contents = []
-        for space, index in selections:
-            self._addr.write({"space": space, "index": index})
-            await falling
-            contents.append(read_int(self._data).to_bytes(self.max_bytes, "little"))
+        for step in range(len(selections) + 1):
+            await rising
+            if step < len(selections):
+                space, index = selections[step]
+                self._addr.write({"space": space, "index": index})
+            if step:
+                await falling
+                contents.append(read_int(self._data).to_bytes(self.max_bytes, "little"))
         return contents
 
     async def snapshot(self, svl: int, za: bool = True) -> dict[str, np.ndarray]:

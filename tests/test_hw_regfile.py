@@ -23,6 +23,8 @@ from zatile.sw.arch.config import EngineConfig
 
 CONFIG = EngineConfig(max_svl=128)
 MAXB = 16
+#: The clock period of the simulation: the register file reads Z at its falling edge.
+PERIOD = 1e-6
 Z_READS = ("z_read_a", "z_read_b", "z_read_c")
 P_READS = ("p_read_a", "p_read_b", "p_read_c", "p_read_load")
 
@@ -51,6 +53,7 @@ def run(cycles: int, seed: int, corrupt=None) -> list[str]:
     problems = []
 
     async def bench(ctx):
+        await ctx.tick()                          # from a rising edge
         for cycle in range(cycles):
             if corrupt is not None:
                 corrupt(cycle, z)
@@ -58,17 +61,6 @@ def run(cycles: int, seed: int, corrupt=None) -> list[str]:
             reads.update({name: rng.randrange(P_REGISTERS) for name in P_READS})
             for name, address in reads.items():
                 ctx.set(getattr(dut, name).addr, address)
-            for name, address in reads.items():
-                got = ctx.get(Value.cast(getattr(dut, name).data))
-                expected = (z if name.startswith("z") else p)[address]
-                if got != expected:
-                    if name.startswith("z"):
-                        byte = next(b for b in range(MAXB) if (got ^ expected) >> (8 * b) & 0xFF)
-                        where = f"z{address} byte {byte}"
-                    else:
-                        where = f"p{address}"
-                    problems.append(f"cycle {cycle}: {where} via {name}: read 0x{got:x}, "
-                                    f"expected 0x{expected:x}")
             writes = {"z_write": _write(rng, Z_REGISTERS, 8, range(3)),
                       "z_write_load": _write(rng, Z_REGISTERS, 8, range(3)),
                       "p_write": _write(rng, P_REGISTERS, 1, range(2)),
@@ -80,6 +72,19 @@ def run(cycles: int, seed: int, corrupt=None) -> list[str]:
                     ctx.set(Value.cast(getattr(getattr(dut, name), field)), value)
             reset = rng.random() < 0.03
             ctx.set(dut.reset_sve, reset)
+            # Reads and writes in place by the falling edge, where Z is read.
+            await ctx.delay(PERIOD * 3 / 4)
+            for name, address in reads.items():
+                got = ctx.get(Value.cast(getattr(dut, name).data))
+                expected = (z if name.startswith("z") else p)[address]
+                if got != expected:
+                    if name.startswith("z"):
+                        byte = next(b for b in range(MAXB) if (got ^ expected) >> (8 * b) & 0xFF)
+                        where = f"z{address} byte {byte}"
+                    else:
+                        where = f"p{address}"
+                    problems.append(f"cycle {cycle}: {where} via {name}: read 0x{got:x}, "
+                                    f"expected 0x{expected:x}")
             await ctx.tick()
             if reset:
                 z[:], p[:] = [0] * Z_REGISTERS, [0] * P_REGISTERS
@@ -92,7 +97,7 @@ def run(cycles: int, seed: int, corrupt=None) -> list[str]:
                                                       write["lanes"], width)
 
     sim = Simulator(dut)
-    sim.add_clock(1e-6)
+    sim.add_clock(PERIOD)
     sim.add_testbench(bench)
     sim.run()
     return problems

@@ -4,6 +4,7 @@ import random
 
 import numpy as np
 import pytest
+from amaranth import ClockDomain, Module
 from amaranth.sim import Simulator
 
 from zatile.hw.za_storage import ZaStorage
@@ -26,21 +27,32 @@ def _slice_positions(maxb, tile, index, log2, vertical):
     return [(tile + index * esize, i * esize) for i in range(maxb // esize)]
 
 
-def _row(ctx, dut, row: int) -> np.ndarray:
+async def _read(ctx, clock, value) -> int:
+    """``value`` (an output of ``dut``) after the next falling edge, where the banked storage
+    reads (``hw/_common.py``, ``falling_edge_reads``): the read ports' inputs must be set by
+    then, and no write should be enabled if that edge comes after a rising one."""
+    await ctx.negedge(clock)
+    return ctx.get(value)
+
+
+async def _row(ctx, dut, clock, row: int) -> np.ndarray:
     """ZA row ``row`` of the selected context, read as a horizontal byte slice (the engine's
     debug backdoor reads ZA this way)."""
     ctx.set(dut.slice_read.slice, {"tile": 0, "index": row, "esize_log2": 0, "vertical": 0})
     data = dut.slice_read.data.as_value()
-    return _to_bytes(ctx.get(data), len(data) // 8)
+    return _to_bytes(await _read(ctx, clock, data), len(data) // 8)
 
 
 def _run(config, bench, tile_ports=1):
     dut = ZaStorage(config, tile_ports=tile_ports)
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
+    top = Module()
+    top.domains.sync = domain = ClockDomain()
+    top.submodules.dut = dut
+    sim = Simulator(top)
+    sim.add_clock(1e-6, domain=domain)
 
     async def testbench(ctx):
-        await bench(ctx, dut)
+        await bench(ctx, dut, domain.clk)
 
     sim.add_testbench(testbench)
     sim.run()
@@ -53,7 +65,7 @@ def test_random_slice_traffic(max_svl):
     rng = random.Random(max_svl)
     model = np.zeros((maxb, maxb), np.uint8)
 
-    async def bench(ctx, dut):
+    async def bench(ctx, dut, clock):
         # Fill every row through horizontal byte slices.
         for row in range(maxb):
             data = np.frombuffer(rng.randbytes(maxb), np.uint8)
@@ -75,7 +87,7 @@ def test_random_slice_traffic(max_svl):
             ctx.set(dut.slice_write.en, 0)
             ctx.set(dut.slice_read.slice, slice_)
             expected = np.concatenate([model[r, c:c + esize] for r, c in positions])
-            got = _to_bytes(ctx.get(dut.slice_read.data.as_value()), maxb)
+            got = _to_bytes(await _read(ctx, clock, dut.slice_read.data.as_value()), maxb)
             assert np.array_equal(got, expected), (slice_, got, expected)
             if rng.random() < 0.6:
                 data = np.frombuffer(rng.randbytes(maxb), np.uint8)
@@ -90,7 +102,7 @@ def test_random_slice_traffic(max_svl):
                     if enables >> element & 1:
                         model[r, c:c + esize] = data[element * esize:(element + 1) * esize]
         for row in range(maxb):
-            assert np.array_equal(_row(ctx, dut, row), model[row])
+            assert np.array_equal(await _row(ctx, dut, clock, row), model[row])
 
     _run(config, bench)
 
@@ -107,7 +119,7 @@ def test_tile_port_and_zeroing(max_svl, array_rows):
     rng = random.Random(7 + rows_per_pass)
     model = np.zeros((maxb, maxb), np.uint8)
 
-    async def bench(ctx, dut):
+    async def bench(ctx, dut, clock):
         for _ in range(60):
             double = rng.getrandbits(1)
             esize = 8 if double else 4
@@ -139,7 +151,8 @@ def test_tile_port_and_zeroing(max_svl, array_rows):
             ctx.set(dut.tile_read[0].pass_, read_pass)
             for slot in range(rows_per_pass):
                 i = read_pass * rows_per_pass + slot
-                got = _to_bytes(ctx.get(dut.tile_read[0].rows[slot].as_value()), maxb)
+                got = _to_bytes(await _read(ctx, clock, dut.tile_read[0].rows[slot].as_value()),
+                                maxb)
                 expected = model[tile + i * esize] if i < count else np.zeros(maxb, np.uint8)
                 assert np.array_equal(got, expected), (double, tile, read_pass, slot)
             if rng.random() < 0.3:
@@ -151,12 +164,12 @@ def test_tile_port_and_zeroing(max_svl, array_rows):
                     if mask >> (r % 8) & 1:
                         model[r] = 0
         for row in range(maxb):
-            assert np.array_equal(_row(ctx, dut, row), model[row])
+            assert np.array_equal(await _row(ctx, dut, clock, row), model[row])
         ctx.set(dut.zero_all, 1)
         await ctx.tick()
         ctx.set(dut.zero_all, 0)
         for row in range(maxb):
-            assert not _row(ctx, dut, row).any()
+            assert not (await _row(ctx, dut, clock, row)).any()
 
     _run(config, bench)
 
@@ -200,28 +213,26 @@ def test_every_port_at_once(max_svl, array_rows, contexts):
         ctx.set(port.pass_, pass_)
         return esize, tile, pass_
 
-    async def bench(ctx, dut):
+    async def bench(ctx, dut, clock):
         for _ in range(400):
             context = rng.randrange(contexts)
             if contexts > 1:
                 ctx.set(dut.context, context)
             za = model[context]
-            # Reads: a slice, a pass through each tile port, a whole row.
+            # Reads, all in one cycle: a slice and a pass through each tile port.
             slice_ = random_slice()
             ctx.set(dut.slice_read.slice, slice_)
+            passes = [random_pass(ctx, port) for port in dut.tile_read]
             _, expected = _model_slice(za, maxb, slice_)
-            got = _to_bytes(ctx.get(dut.slice_read.data.as_value()), maxb)
+            got = _to_bytes(await _read(ctx, clock, dut.slice_read.data.as_value()), maxb)
             assert np.array_equal(got, expected), ("slice read", context, slice_)
-            for port in dut.tile_read:
-                esize, tile, pass_ = random_pass(ctx, port)
+            for port, (esize, tile, pass_) in zip(dut.tile_read, passes):
                 for slot in range(rows_per_pass):
                     i = pass_ * rows_per_pass + slot
                     expected = (za[tile + i * esize] if i < maxb // esize
                                 else np.zeros(maxb, np.uint8))
                     got = _to_bytes(ctx.get(port.rows[slot].as_value()), maxb)
                     assert np.array_equal(got, expected), ("tile read", esize, tile, pass_)
-            row = rng.randrange(maxb)
-            assert np.array_equal(_row(ctx, dut, row), za[row])
             # Writes, applied to the model in reverse priority order.
             updates = []
             slice_ = random_slice()
