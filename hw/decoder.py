@@ -1,27 +1,38 @@
 """Instruction decoder of the ZA tile engine, generated from the one instruction table.
 
 Nothing here names an opcode. There is one match line per :data:`sw.isa.FORMS` entry,
-``word & mask == value``; the forms are disjoint, so at most one matches. Its index, encoded from
-the match lines, reads a row of a table generated from the forms: the form's attributes
+``word & mask == value``; the forms are disjoint, so at most one matches. Its index
+(:class:`FormMatcher`) reads a row of a table generated from the forms: the form's attributes
 (operation, PSTATE class, element sizes, flags taken from ``Form.params``, which issue slot
-carries each general-register operand) and, per field name, which of its places in the word the
-form uses; the fields are extracted from there into a normalised record (a word that matches
-no form reads the last row). A word that matches no form, that matches a form the architecture
-excludes (scalar+scalar contiguous loads/stores with ``Rm = XZR``), or whose feature is absent
-from the configuration decodes with ``undef`` set.
+carries each general-register operand, which values of the word exclude it) and, per field
+name, which of its places in the word the form uses; the fields are extracted from there into a
+normalised record (a word that matches no form reads the last row). A word that matches no
+form, that matches a form the architecture excludes (scalar+scalar contiguous loads/stores with
+``Rm = XZR``, reserved logical immediates), or whose feature is absent from the configuration
+decodes with ``undef`` set.
 
 A table rather than an OR tree of match lines per output bit, which made 5.9 MB of Verilog per
 decoder: the table makes 0.9 MB, and the C++ Verilator makes of it compiles in half the time.
 
-The match lines with the index (:class:`FormMatcher`) and the table are submodules that synthesis
-maps each alone (their names are in :data:`KEPT_PARTS`, ``hw/synthesis.py``): mapped together,
-Yosys's LUT mapping tried to make each table output one function of the 32 bits of the word,
-and had not finished a decoder after 85 minutes. Alone, for the SVL 128 FPGA configuration,
-they map in about a minute to 5,405 and 1,632 LUT4.
+The index is not encoded from the match lines (11 OR trees of about 800 lines each): the bits
+every form's mask covers (the top byte) select a group of forms, and each index bit is, per
+group, whether the word is in (or outside) a few cubes, widened to be exact only on the group's
+forms; whether the word matches a form at all is one more OR of the group's forms merged into
+fewer cubes. The decoder uses no match line, so they cost nothing. For the SVL 128 FPGA
+configuration the decoder maps to 3,784 LUT4, from 6,300 with the index encoded from the lines
+(and the matcher a module synthesis kept whole, with the lines as outputs). The cubes make the
+decoder's Verilog 1.7 MB (0.99 MB before) and its elaboration about twice as long.
+
+The table is a submodule that synthesis maps alone (its name is in :data:`KEPT_PARTS`,
+``hw/synthesis.py``): mapped together with the matcher, Yosys's LUT mapping tried to make each
+table output one function of the 32 bits of the word, and had not finished a decoder after
+85 minutes.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from types import MappingProxyType
 
 from amaranth import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
@@ -207,28 +218,128 @@ DecodedLayout = data.StructLayout({
 })
 
 
-def _excluded(form: isa.Form, word) -> object | None:
-    """Condition under which a matching word is nevertheless unallocated (``form.unallocated``)."""
-    conditions = []
-    for name, value in form.unallocated:
-        field = form.field_map[name]
-        conditions.append(word[field.lo:field.hi + 1] == value)
-    return Cat(*conditions).any() if conditions else None
+@functools.cache
+def _exclusion_sets() -> list[tuple[tuple[int, int, int], ...]]:
+    """Every distinct ``Form.unallocated`` of the forms, as the (lo, hi, value) places of the
+    word whose values make a matching word unallocated."""
+    sets: dict[tuple, None] = {}
+    for form in isa.FORMS:
+        if form.unallocated:
+            sets[_exclusion_set(form)] = None
+    return list(sets)
 
 
-#: The submodule names of a decoder's two parts, which synthesis maps each alone.
-KEPT_PARTS = ("form_match", "form_table")
+def _exclusion_set(form: isa.Form) -> tuple[tuple[int, int, int], ...]:
+    """``form.unallocated`` as (lo, hi, value) places of the word."""
+    return tuple((form.field_map[name].lo, form.field_map[name].hi, value)
+                 for name, value in form.unallocated)
+
+
+#: The submodule name of a decoder's table, which synthesis maps alone.
+KEPT_PARTS = ("form_table",)
+
+#: The bits of the word that every form's mask covers: they select a form's group.
+_GROUP_MASK = functools.reduce(operator.and_, (form.mask for form in isa.FORMS))
+
+#: A cube of words: those with ``word & mask == value``.
+_Cube = tuple[int, int]
+
+
+@functools.cache
+def _form_groups() -> dict[int, list[int]]:
+    """The numbers of the forms of each group, by the group's value of :data:`_GROUP_MASK`."""
+    groups: dict[int, list[int]] = {}
+    for number, form in enumerate(isa.FORMS):
+        groups.setdefault(form.value & _GROUP_MASK, []).append(number)
+    return groups
+
+
+def _local_cube(number: int) -> _Cube:
+    """Form ``number``'s cube without its group's bits."""
+    form = isa.FORMS[number]
+    return form.mask & ~_GROUP_MASK, form.value & ~_GROUP_MASK
+
+
+def _merge_cubes(cubes) -> list[_Cube]:
+    """The same words as the union of ``cubes``, in fewer cubes: two cubes of one mask whose
+    values differ in one bit merge into one without that bit, until none do."""
+    cubes = set(cubes)
+    while True:
+        values: dict[int, set[int]] = {}
+        for mask, value in cubes:
+            values.setdefault(mask, set()).add(value)
+        merged, replaced = set(), set()
+        for mask, found in values.items():
+            for value in found:
+                for bit in range(32):
+                    if mask >> bit & 1 and value ^ 1 << bit in found:
+                        merged.add((mask & ~(1 << bit), value & ~(1 << bit)))
+                        replaced.update({(mask, value), (mask, value ^ 1 << bit)})
+        if not merged:
+            return sorted(cubes)
+        cubes = (cubes - replaced) | merged
+
+
+def _widen_cubes(inside: list[_Cube], outside: list[_Cube], bits) -> list[_Cube]:
+    """Cubes holding every word of ``inside``, and no word of ``outside``, with as few mask
+    bits as a greedy search finds, dropping a cube's mask ``bits`` in that order (words in
+    neither are free to fall either way)."""
+    def meets(mask: int, value: int) -> bool:
+        return any((value ^ other_value) & mask & other_mask == 0
+                   for other_mask, other_value in outside)
+
+    widened = set()
+    for mask, value in inside:
+        for bit in bits:
+            if mask >> bit & 1 and not meets(mask & ~(1 << bit), value):
+                mask &= ~(1 << bit)
+        widened.add((mask, value & mask))
+    return sorted(cube for cube in widened
+                  if not any(other != cube and other[0] & cube[0] == other[0]
+                             and cube[1] & other[0] == other[1] for other in widened))
+
+
+@functools.cache
+def _matched_cubes() -> dict[int, list[_Cube]]:
+    """Per group, the local cubes of the words that match one of its forms."""
+    return {group: _merge_cubes(_local_cube(number) for number in numbers)
+            for group, numbers in _form_groups().items()}
+
+
+@functools.cache
+def _index_bit_cubes(bit: int) -> dict[int, tuple[bool, list[_Cube]]]:
+    """Per group of forms with ``bit`` set in some form's number: whether the bit is set for
+    the words outside the cubes rather than inside, and local cubes that tell the group's forms
+    with the bit set from those with it clear (the fewer cubes of covering either, each
+    widened from the low or from the high bits)."""
+    cubes = {}
+    for group, numbers in _form_groups().items():
+        sides = {is_set: [_local_cube(number) for number in numbers
+                          if bool(number >> bit & 1) == is_set] for is_set in (True, False)}
+        if not sides[True]:
+            continue
+        choices = [(not is_set, _widen_cubes(sides[is_set], sides[not is_set], bits))
+                   for is_set in (True, False) if sides[is_set]
+                   for bits in (range(32), range(31, -1, -1))]
+        cubes[group] = min(choices, key=lambda choice: (
+            len(choice[1]), sum(bin(mask).count("1") for mask, _ in choice[1])))
+    return cubes
 
 
 class FormMatcher(wiring.Component):
     """Which form of :data:`sw.isa.FORMS` a word matches: one match line per form.
+
+    The index is not encoded from the match lines: the bits :data:`_GROUP_MASK` covers select
+    one group of forms; a word that matches a form of its group (the group's forms, merged
+    into fewer cubes) reads an index whose every bit is, per group, whether the word is in one
+    of :func:`_index_bit_cubes` (or in none of them).
 
     Attributes
     ----------
     word : Signal(32), in
     lines : Signal(len(FORMS)), out
         Bit ``k``: ``word & FORMS[k].mask == FORMS[k].value``. The forms are disjoint: at most
-        one is set.
+        one is set. The decoder does not use them (unused, they cost no logic).
     index : Signal(range(len(FORMS) + 1)), out
         The set line's number; ``len(FORMS)`` when none is.
     """
@@ -239,21 +350,25 @@ class FormMatcher(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        forms, lines = isa.FORMS, self.lines
-        for number, form in enumerate(forms):
-            m.d.comb += lines[number].eq((self.word & form.mask) == form.value)
+        word = self.word
+        for number, form in enumerate(isa.FORMS):
+            m.d.comb += self.lines[number].eq((word & form.mask) == form.value)
 
-        def any_of(numbers) -> Value:
-            """Whether the set line is one of ``numbers``: per 32 lines that hold one of them,
-            one masked reduction."""
-            mask = sum(1 << number for number in numbers)
-            return _or([(lines[lo:lo + 32] & (mask >> lo & 0xFFFF_FFFF)).any()
-                        for lo in range(0, len(lines), 32) if mask >> lo & 0xFFFF_FFFF])
+        def in_cubes(group: int, cubes: list[_Cube]) -> Value:
+            """Whether the word is in one of local ``cubes`` of ``group``."""
+            return ((word & _GROUP_MASK) == group) & _or((word & mask) == value
+                                                           for mask, value in cubes)
 
-        m.d.comb += self.index.eq(Mux(lines.any(),
-                                      Cat(any_of(k for k in range(len(forms)) if k >> bit & 1)
-                                          for bit in range(len(self.index))),
-                                      len(forms)))
+        def index_bit(bit: int) -> Value:
+            """Bit ``bit`` of the index of the form the word matches, if it matches one."""
+            return _or(((word & _GROUP_MASK) == group) & ~in_cubes(group, cubes)
+                       if outside else in_cubes(group, cubes)
+                       for group, (outside, cubes) in _index_bit_cubes(bit).items())
+
+        matched = _or(in_cubes(group, cubes) for group, cubes in _matched_cubes().items())
+        m.d.comb += self.index.eq(Mux(matched, Cat(index_bit(bit)
+                                                   for bit in range(len(self.index))),
+                                      len(isa.FORMS)))
         return m
 
 
@@ -317,8 +432,8 @@ class Decoder(ConfigComponent):
         m = Module()
         word, out = self.word, self.decoded
         forms = isa.FORMS
-        match, table = KEPT_PARTS
-        m.submodules[match] = matcher = FormMatcher()
+        table, = KEPT_PARTS
+        m.submodules.form_match = matcher = FormMatcher()
         # The matching form's index reads the row of the table that holds everything else the
         # decoder says about the form (the last row when no form matches).
         places = _placements()
@@ -329,7 +444,7 @@ class Decoder(ConfigComponent):
         m.d.comb += [matcher.word.eq(word), rows.index.eq(matcher.index),
                      out.form.eq(matcher.index)]
         for name, _ in row_layout:
-            if name not in ("absent", "place"):
+            if name not in ("absent", "exclusion", "place"):
                 m.d.comb += Value.cast(getattr(out, name)).eq(Value.cast(getattr(row, name)))
         # Each field name sits at a few places of the word; the row says which one the form
         # uses (0: the form has no such field).
@@ -343,12 +458,12 @@ class Decoder(ConfigComponent):
                 terms.append((row.place[name] == number).replicate(shape.width)
                              & extended.as_unsigned())
             m.d.comb += Value.cast(out.fields[name]).eq(_or(terms))
-        # UNDEF: no form, a form whose feature is absent or whose operation is not performed
-        # (the row says), or an excluded word of a form.
+        # UNDEF: no form, a form whose feature is absent or whose operation is not performed,
+        # or an excluded word of a form (the row says which values of the word exclude it).
         undefined = [row.absent]
-        for form, match_line in zip(forms, matcher.lines):
-            if self.form_present(form) and (excluded := _excluded(form, word)) is not None:
-                undefined.append(match_line & excluded)
+        for number, excluded in enumerate(_exclusion_sets(), start=1):
+            undefined.append((row.exclusion == number)
+                             & Cat(word[lo:hi + 1] == value for lo, hi, value in excluded).any())
         m.d.comb += out.undef.eq(Cat(*undefined).any())
         return m
 
@@ -372,6 +487,8 @@ class Decoder(ConfigComponent):
                         else choice.NONE for key, choice in CHOICES.items()},
             "present": {name: int(name in form.field_map) for name in _FIELD_SHAPES},
             "slots": {name: slots.get(name, NO_SLOT) for name in _SLOT_FIELDS},
+            "exclusion": (_exclusion_sets().index(_exclusion_set(form)) + 1
+                          if form.unallocated else 0),
             "place": {field.name: places[field.name].index((field.lo, field.hi, field.signed)) + 1
                       for field in form.fields},
         }
@@ -390,10 +507,13 @@ def _placements() -> dict[str, list[tuple[int, int, bool]]]:
 
 def _row_layout(places: dict) -> data.StructLayout:
     """A row of the decoder's table: the form's constants of :data:`DecodedLayout`, whether it
-    is UNDEF here (``absent``), and which place of the word each field comes from."""
+    is UNDEF here (``absent``), which values of the word exclude it (``exclusion``: 0 for none,
+    else 1 + the position of its set in :func:`_exclusion_sets`) and which place of the word
+    each field comes from."""
     constants = {name: field.shape for name, field in DecodedLayout
                  if name not in ("undef", "form", "fields")}
-    return data.StructLayout({"absent": 1, **constants, "place": data.StructLayout(
+    return data.StructLayout({"absent": 1, "exclusion": range(len(_exclusion_sets()) + 1),
+                              **constants, "place": data.StructLayout(
         {name: range(len(spots) + 1) for name, spots in places.items()})})
 
 

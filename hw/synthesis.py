@@ -82,9 +82,10 @@ def synth_script(names: Iterable[str], top: str, options: Iterable[str] = (),
     ``splitnets -ports`` before LUT mapping works around Yosys issue #4349 (ABC9
     re-integration asserting on a wire name that Amaranth's output ports already use).
 
-    The barrel shifters' stages and the instruction decoders' two parts stay modules of their
-    own (``keep_hierarchy``): LUT mapping across a shifter's stages makes every result bit one
-    wide multiplexer (:mod:`zatile.hw.barrel`), and across a decoder's parts it does not finish
+    The barrel shifters' stages (and the permute unit's multiplexer stages, named as they are)
+    and the instruction decoders' tables stay modules of their own (``keep_hierarchy``): LUT
+    mapping across a shifter's stages makes every result bit one wide multiplexer
+    (:mod:`zatile.hw.barrel`), and across a decoder's table and its index it does not finish
     (:mod:`zatile.hw.decoder`).
 
     LUTs are mapped as LUT4 only (``-nowidelut``): the wider LUTs synth_ecp5 otherwise builds

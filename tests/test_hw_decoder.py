@@ -10,7 +10,8 @@ from amaranth.hdl import Fragment, UnusedElaboratable
 from amaranth.sim import Simulator
 
 from zatile.hw.decoder import (
-    CHOICES, NO_SLOT, Access, Decoder, FieldsLayout, Op, check_known_params, source_slots,
+    CHOICES, NO_SLOT, Access, Decoder, FieldsLayout, FormMatcher, Op, check_known_params,
+    source_slots,
 )
 from zatile.hw.fp.align_add import FpAlignAdd
 from zatile.hw.fp.format import FP32
@@ -103,6 +104,42 @@ def test_every_form_and_random_words():
     tops = sorted({form.value >> 24 for form in isa.FORMS})
     words += [rng.choice(tops) << 24 | rng.getrandbits(24) for _ in range(2500)]
     _run_words(config, words)
+
+
+def _near_misses(rng: random.Random) -> list[int]:
+    """Per form, an instance with one bit below the top byte (which selects the form's group in
+    the matcher) that its mask covers flipped: it matches another form of the group or none."""
+    words = []
+    for form in isa.FORMS:
+        bits = [bit for bit in range(24) if form.mask >> bit & 1]
+        words.append(_random_instance(form, rng) ^ 1 << rng.choice(bits))
+    return words
+
+
+def test_near_misses_of_every_form():
+    _run_words(EngineConfig(max_svl=128), _near_misses(random.Random(3)))
+
+
+def test_matcher_lines_and_index():
+    rng = random.Random(4)
+    words = [_random_instance(form, rng) for form in rng.sample(isa.FORMS, 300)]
+    words += rng.sample(_near_misses(rng), 300)
+    dut = FormMatcher()
+
+    async def bench(ctx):
+        for word in words:
+            ctx.set(dut.word, word)
+            decoded = isa.decode(word)
+            number = len(isa.FORMS) if decoded is None else isa.FORMS.index(decoded.form)
+            matching = [k for k, form in enumerate(isa.FORMS)
+                        if word & form.mask == form.value]
+            assert ctx.get(dut.lines) == sum(1 << k for k in matching), hex(word)
+            assert ctx.get(dut.index) == (matching[0] if matching else len(isa.FORMS)), hex(word)
+            assert matching in ([], [number]) or isa.FORMS[matching[0]].unallocated, hex(word)
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
 
 
 def test_excluded_scalar_plus_scalar_xzr_is_undef():
