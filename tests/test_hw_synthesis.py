@@ -94,3 +94,23 @@ def test_the_script_keeps_the_decoder_parts_whole(tmp_path, yosys):
                    cwd=tmp_path, check=True)
     kept = [name for name in (tmp_path / "kept.txt").read_text().split() if "/" not in name]
     assert sorted(kept) == [f"decoder.{part}" for part in sorted(KEPT_PARTS)]
+
+
+def test_the_register_file_and_a_block_ram_queue_map_to_block_ram(tmp_path, yosys):
+    """Z and a ``block_ram`` LaneFifo read at the falling edge (hw/_common.py) are DP16KD and no
+    LUT RAM; the same queue read combinationally is LUT RAM (the choice is the read port's)."""
+    from zatile.hw.lane_fifo import LaneFifo      # local: only this test builds these units
+    from zatile.hw.regfile import RegisterFile
+
+    def cells(design, name):
+        source = tmp_path / f"{name}.v"
+        source.write_text(verilog.convert(design, name=name))
+        return synth_ecp5([source], name)
+
+    # Two memories of 32 x 128 bits, each read through four copies: 4 DP16KD a copy.
+    registers = cells(RegisterFile(EngineConfig(max_svl=128)), "registers")
+    assert registers["DP16KD"] == 32 and registers.get("TRELLIS_DPR16X4", 0) == 0
+    block = cells(LaneFifo(72, 8, 1, block_ram=True), "block")
+    assert block["DP16KD"] == 2 and block.get("TRELLIS_DPR16X4", 0) == 0
+    lut = cells(LaneFifo(72, 8, 1), "lut")
+    assert lut.get("DP16KD", 0) == 0 and lut["TRELLIS_DPR16X4"] == 18
