@@ -76,7 +76,7 @@ def test_verilator_lint_all_warnings_with_listed_waivers():
 @pytest.mark.soak
 def test_yosys_synth_ecp5_maps_the_whole_engine():
     """The generated Verilog of the SVL 128 engine synthesizes for ECP5 without errors: LUTs,
-    flip-flops (ZA, P and pipelines), LUT RAM (Z) and DSP multipliers (the outer-product
+    flip-flops (ZA, P and pipelines), block RAM (Z) and DSP multipliers (the outer-product
     arrays).
 
     A soak test: one Yosys run of the whole engine reaches the 4 GiB memory limit of the
@@ -90,6 +90,6 @@ def test_yosys_synth_ecp5_maps_the_whole_engine():
     cells = total_counts(units.values())
     print(units, cells)
     # ZA (16x16 bytes, flip-flop rows with four rows per pass) and P0-P15; Z0-Z31 in two
-    # memories, each read through five copies of 64 16x4-bit LUT RAMs.
-    assert cells["TRELLIS_FF"] > 2048 + 256 and cells["TRELLIS_DPR16X4"] >= 640
+    # memories, each read through four copies of 4 DP16KD.
+    assert cells["TRELLIS_FF"] > 2048 + 256 and cells["DP16KD"] >= 32
     assert cells["LUT4"] > 10_000 and cells["MULT18X18D"] > 0
