@@ -126,3 +126,28 @@ def test_round_and_sticky_bits_of_every_format():
     assert {decode(word).form.name for word, _ in chosen} == {"FADD_ZZZ_H", "FADD_ZZZ_S",
                                                               "FADD_ZZZ_D"}
     assert check(VectorFpArith, 512, chosen) == []
+
+
+#: Cycles an element takes from its issue to its write: the registers after reading, the
+#: product, the sum and the normalization (hw/vector/fp_arith.py, "the pipeline").
+PIPELINE_CYCLES = 4
+
+
+@pytest.mark.parametrize("svl", [128, 512])
+def test_the_latency_is_one_cycle_an_element_plus_the_pipeline(svl):
+    names = ("FADD_ZZZ_H", "FADD_ZZZ_S", "FMLA_D", "FADDV_S", "FADDV_D")
+    chosen = {}
+    for word, state in fp_cases(svl, 0, 5):
+        chosen.setdefault(decode(word).form.name, (word, state))
+    latencies = []
+    assert check(VectorFpArith, svl, [chosen[name] for name in names],
+                 latencies=latencies) == []
+    expected = []
+    for name in names:
+        elements = svl // _FORMATS[decode(chosen[name][0]).form.params["esize"]][0].width
+        # FADDV: a level of additions at a time, each half the last, the next level's
+        # elements issued once this one's are written.
+        levels = ([elements >> level for level in range(1, elements.bit_length())]
+                  if name.startswith("FADDV") else [elements])
+        expected.append(sum(count + PIPELINE_CYCLES + 1 for count in levels) + 1)
+    assert latencies == expected

@@ -79,13 +79,14 @@ def _first_present(fields: dict, names: tuple[str, ...]):
 
 
 def check(unit_class, svl: int, case_list, corrupt: Callable | None = None,
-          config: EngineConfig = CONFIG) -> list[str]:
+          config: EngineConfig = CONFIG, latencies: list | None = None) -> list[str]:
     """Run ``case_list`` through decoder + ``unit_class`` (built for ``config``, whose
     ``max_svl`` is :data:`CONFIG`'s); the differences from the model.
 
     ``corrupt(word, outputs)`` may alter the unit's outputs (a dict of ``vector``,
     ``vector_lanes``, ``predicate``, ``predicate_lanes``, ``scalar``, ``nzcv``,
-    ``fpsr_flags``) before the comparison.
+    ``fpsr_flags``) before the comparison. ``latencies``, when given, gets each case's cycles
+    from the one its instruction is accepted in to the one its result is offered in.
     """
     m = Module()
     m.submodules.decoder = decoder = Decoder(config, frozenset(unit_class.OPS))
@@ -126,10 +127,13 @@ def check(unit_class, svl: int, case_list, corrupt: Callable | None = None,
                 return
             await ctx.tick()
             ctx.set(unit.op.valid, 0)
-            if not await _wait(ctx, unit.result.valid):
+            latency = await _wait(ctx, unit.result.valid)
+            if latency is None:
                 problems.append(f"{decoded.form.name} 0x{word:08x}: no result in "
                                 f"{MAX_LATENCY} cycles")
                 return
+            if latencies is not None:
+                latencies.append(latency)
             out = unit.result.payload
             outputs = {name: ctx.get(getattr(out, name).as_value()
                                      if name == "vector" else getattr(out, name))
@@ -147,13 +151,14 @@ def check(unit_class, svl: int, case_list, corrupt: Callable | None = None,
     return problems
 
 
-async def _wait(ctx, signal) -> bool:
-    """Tick until ``signal`` is high (at most :data:`MAX_LATENCY` cycles); whether it is."""
-    for _ in range(MAX_LATENCY):
+async def _wait(ctx, signal) -> int | None:
+    """Tick until ``signal`` is high (at most :data:`MAX_LATENCY` cycles); the ticks it took
+    plus one (the cycles from the one before the first tick), or None if it stays low."""
+    for ticks in range(MAX_LATENCY):
         if ctx.get(signal):
-            return True
+            return ticks + 1
         await ctx.tick()
-    return False
+    return None
 
 
 def _compare(word: int, state: ArchState, outputs: dict, svl: int) -> list[str]:

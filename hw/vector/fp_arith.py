@@ -22,9 +22,9 @@ of each of its steps:
   top of FP64's, its exponent unbiased with its own format's bias (:func:`_unpacked`). There
   the constants the operations add or multiply by (0.5, 1.0, 2.0, 3.0, zero) are the same in
   every format, so the operands are chosen from the unpacked sources (:func:`_operands`);
-* the exact fused multiply-add of FP64 (:func:`_fused`): the 53 x 53-bit significand product
-  (:class:`~zatile.hw.fp.multiply.FpMultiply`, which synthesis maps to DSP blocks), alignment
-  and addition, normalization down to the format's minimum exponent keeping only the top
+* the exact fused multiply-add of FP64: the 53 x 53-bit significand product
+  (:func:`_product_terms`, :class:`~zatile.hw.fp.multiply.FpMultiply`, which synthesis maps
+  to DSP blocks), alignment and addition (:func:`_exact_sum`), normalization down to the format's minimum exponent keeping only the top
   bits any format's rounding uses and a sticky bit
   (:func:`~zatile.hw.fp.normalize.normalized_sum`);
 * rounding at the format's precision: the kept significand bits are masked to it, its round
@@ -33,11 +33,15 @@ of each of its steps:
   format at the end (:func:`_packed`, which repeats it across a 64-bit word);
 * writing: the packed word goes into the bytes of the element at the index.
 
-The unit takes one element per cycle, in element order, so an instruction takes
-``SVL / esize`` cycles (FADDV one fewer). FADDV halves the vector recursively as
-``FPReducePredicated`` does (inactive elements are +0.0): level by level, element ``j`` of the
-next level is the sum of elements ``2j`` and ``2j+1``, written in place, ``SVL / esize - 1``
-additions in all.
+The unit issues one element per cycle, in element order, into a pipeline with a register
+after each of its steps: reading, unpacking and choosing the operands (``m_``), the product
+(``a_``), the alignment and addition (``n_``), the normalization (``o_``); rounding, the
+special cases and packing then write the element back in the fifth cycle. An instruction of
+``SVL / esize`` elements offers its result ``SVL / esize + 6`` cycles after it is accepted.
+FADDV halves the vector recursively as ``FPReducePredicated`` does (inactive elements are
++0.0): level by level, element ``j`` of the next level is the sum of elements ``2j`` and
+``2j+1``, written in place, ``SVL / esize - 1`` additions in all; a level is issued once the
+previous one is written, so each level costs its additions plus 5 cycles.
 
 Exceptions: IDC for each flushed denormal operand (not for half precision), IOC for a
 signalling NaN or an invalid operation, and OFC, UFC (tiny before rounding and inexact, or
@@ -222,26 +226,38 @@ def _unpacked(m: Module, params: _FormatParameters, element: Value, flush: Value
                    subnormal=exponent_is_zero & ~fraction_is_zero)
 
 
+#: An operand's class, as the special cases after the arithmetic need it.
+_ClassLayout = data.StructLayout({"sign": 1, "zero": 1, "infinity": 1, "nan": 1})
+
+
+def _TagLayout(max_bytes_: int) -> data.StructLayout:
+    """What an element carries through the pipeline beside its arithmetic: its index and
+    whether it is active, the classes of the fused operands, the processed NaN its NaN
+    operands give (``nan_sign`` and ``nan_fraction``, at the top of FP64's fraction), whether
+    any operand is a NaN or a signalling NaN, whether the addend is a signalling NaN, and the
+    IDC flag."""
+    return data.StructLayout({
+        "index": range(max_bytes_), "active": 1,
+        "multiplicand": _ClassLayout, "multiplier": _ClassLayout, "addend": _ClassLayout,
+        "nan_sign": 1, "nan_fraction": _FUSED.fraction_bits, "any_nan": 1, "any_signalling": 1,
+        "addend_signalling": 1, "input_denormal": 1,
+    })
+
+
 @dataclass(frozen=True)
 class _Operands:
-    """One element's operands of the fused datapath (unpacked in :data:`_FUSED`) and what its
-    special cases need: the processed NaN the NaN operands give (``nan_sign`` and
-    ``nan_fraction``, at the top of FP64's fraction), whether any operand is a NaN or a
-    signalling NaN, whether the addend is a signalling NaN, and the IDC flag."""
+    """One element's operands of the fused datapath (unpacked in :data:`_FUSED`) and its
+    special-case tag (:func:`_TagLayout`, its ``index`` and ``active`` fields left to the
+    caller)."""
 
     multiplicand: Value
     multiplier: Value
     addend: Value
-    nan_sign: Value
-    nan_fraction: Value
-    any_nan: Value
-    any_signalling: Value
-    addend_signalling: Value
-    input_denormal: Value
+    tag: Value
 
 
 def _operands(m: Module, params: _FormatParameters, control, first: _Source, second: _Source,
-              third: _Source, flush: Value) -> _Operands:
+              third: _Source, flush: Value, tag_layout: data.StructLayout) -> _Operands:
     """The operands of one element for the fused datapath, from its unpacked sources
     (``second`` already the immediate where the form has one).
 
@@ -318,34 +334,31 @@ def _operands(m: Module, params: _FormatParameters, control, first: _Source, sec
         m.d.comb += second_choice
     subnormal = (first.subnormal | (second.subnormal & second_is_candidate)
                  | (third.subnormal & third_is_candidate))
-    return _Operands(
-        multiplicand=multiplicand, multiplier=multiplier, addend=addend,
-        nan_sign=nan_sign, nan_fraction=nan_fraction | 1 << (_FUSED.fraction_bits - 1),
-        any_nan=first_nan | second_nan | third_nan,
-        any_signalling=first_signalling | second_signalling | third_signalling,
-        addend_signalling=third_signalling,
-        input_denormal=subnormal & flush & ~params.is_fp16)
+    tag = Signal(tag_layout, name="tag")
+    for name, operand in (("multiplicand", multiplicand), ("multiplier", multiplier),
+                          ("addend", addend)):
+        m.d.comb += [getattr(tag, name).eq(Cat(operand.sign, operand.zero, operand.infinity,
+                                               operand.nan))]
+    m.d.comb += [
+        tag.nan_sign.eq(nan_sign),
+        tag.nan_fraction.eq(nan_fraction | 1 << (_FUSED.fraction_bits - 1)),
+        tag.any_nan.eq(first_nan | second_nan | third_nan),
+        tag.any_signalling.eq(first_signalling | second_signalling | third_signalling),
+        tag.addend_signalling.eq(third_signalling),
+        tag.input_denormal.eq(subnormal & flush & ~params.is_fp16),
+    ]
+    return _Operands(multiplicand=multiplicand, multiplier=multiplier, addend=addend, tag=tag)
 
 
-def _fused(m: Module, control, multiplicand, multiplier, addend, power, min_exponent):
-    """The exact ``addend + multiplicand * multiplier`` (times FSCALE's ``power`` of two; halved
-    for FRSQRTS), operands unpacked in :data:`_FUSED`, normalized to the output format's
-    ``min_exponent``: a ``NormalizedLayout`` value of the :data:`_NORMALIZED_BITS` top bits
-    of the significand, which any format's rounding keeps, and a sticky bit 0.
-    One datapath serves every format: the product of two significands of a narrower format
-    lies at the top of the wider product, and every bit below its round bit is kept or sticky
-    (:class:`~zatile.hw.fp.align_add.FpAlignAdd`, whose conditions are weaker for a narrower
-    output)."""
-    precision = _FUSED.precision
-    exponent_bits = _FUSED.exponent_bits + 4
-    multiply = m.submodules.fused_multiply = FpMultiply(_FUSED)
-    m.d.comb += [multiply.multiplicand.eq(multiplicand), multiply.multiplier.eq(multiplier)]
-    product = multiply.product
+#: Bits of the exponents from the product on (FP64's and headroom for FSCALE's power).
+_EXPONENT_BITS = _FUSED.exponent_bits + 4
 
-    # FSCALE: beyond this power every result overflows or underflows the same way (in every
-    # format, the widest needing the most).
+
+def _clamped_power(m: Module, control, power: Value) -> Signal:
+    """FSCALE's power of two, clamped where every larger one overflows or underflows alike (in
+    every format, the widest needing the most); 0 for the other operations."""
     limit = 2 ** _FUSED.exponent_bits + _FUSED.fraction_bits + 2
-    clamped_power = Signal(signed(exponent_bits), name="fused_power")
+    clamped_power = Signal(signed(_EXPONENT_BITS), name="clamped_power")
     with m.If(control.kind != _Kind.SCALE):
         m.d.comb += clamped_power.eq(0)
     with m.Elif(power > limit):
@@ -354,21 +367,41 @@ def _fused(m: Module, control, multiplicand, multiplier, addend, power, min_expo
         m.d.comb += clamped_power.eq(-limit)
     with m.Else():
         m.d.comb += clamped_power.eq(power)
-    product_term = Signal(TermLayout(2 * precision, exponent_bits), name="fused_product_term")
-    addend_term = Signal(TermLayout(precision, exponent_bits), name="fused_addend_term")
+    return clamped_power
+
+
+def _product_terms(m: Module, multiplicand, multiplier, addend, power):
+    """The exact product ``multiplicand * multiplier * 2^power`` and the addend as the terms of
+    :class:`~zatile.hw.fp.align_add.FpAlignAdd` (operands unpacked in :data:`_FUSED`)."""
+    precision = _FUSED.precision
+    multiply = m.submodules.fused_multiply = FpMultiply(_FUSED)
+    m.d.comb += [multiply.multiplicand.eq(multiplicand), multiply.multiplier.eq(multiplier)]
+    product = multiply.product
+    product_term = Signal(TermLayout(2 * precision, _EXPONENT_BITS), name="product_term")
+    addend_term = Signal(TermLayout(precision, _EXPONENT_BITS), name="addend_term")
     m.d.comb += [product_term.sign.eq(product.sign),
-                 product_term.exponent.eq(product.exponent + clamped_power),
+                 product_term.exponent.eq(product.exponent + power),
                  product_term.significand.eq(product.significand),
                  *assign_term(addend_term, addend)]
+    return product_term, addend_term
+
+
+def _exact_sum(m: Module, control, product_term, addend_term) -> Signal:
+    """The exact sum of the two terms (halved for FRSQRTS): a ``SumLayout`` value.
+
+    One datapath serves every format: the product of two significands of a narrower format
+    lies at the top of the wider product, and every bit below its round bit is kept or sticky
+    (:class:`~zatile.hw.fp.align_add.FpAlignAdd`, whose conditions are weaker for a narrower
+    output)."""
+    precision = _FUSED.precision
     align_add = m.submodules.fused_align_add = FpAlignAdd(
-        augend_width=2 * precision, addend_width=precision, exponent_bits=exponent_bits,
+        augend_width=2 * precision, addend_width=precision, exponent_bits=_EXPONENT_BITS,
         guard_bits=3, headroom_bits=precision + 2)
     m.d.comb += [align_add.augend.eq(product_term), align_add.addend.eq(addend_term)]
-    total = Signal(SumLayout(align_add.window_width, exponent_bits), name="fused_sum")
-    # FRSQRTS halves the exact sum before rounding.
+    total = Signal(SumLayout(align_add.window_width, _EXPONENT_BITS), name="exact_sum")
     m.d.comb += [total.sign.eq(align_add.sum.sign), total.magnitude.eq(align_add.sum.magnitude),
                  total.exponent.eq(align_add.sum.exponent - control.rsqrt)]
-    return normalized_sum(m, total, min_exponent, _NORMALIZED_BITS)
+    return total
 
 
 #: A result before packing: FP64's fields, the fraction at the top for a narrower format.
@@ -376,10 +409,10 @@ _FieldsLayout = data.StructLayout({"fraction": _FUSED.fraction_bits,
                                    "exponent": _FUSED.exponent_bits, "sign": 1})
 
 
-def _rounded(m: Module, params: _FormatParameters, control, operands: _Operands, value,
-             flush: Value):
-    """The element from its operands and the normalized exact ``value``: ``FPRoundBase`` at the
-    run-time format's precision and the special cases; (result fields, FPSR bits)."""
+def _rounded(m: Module, params: _FormatParameters, control, tag, value, flush: Value):
+    """The element from its tag (:func:`_TagLayout`) and the normalized exact ``value``:
+    ``FPRoundBase`` at the run-time format's precision and the special cases; (result fields,
+    FPSR bits)."""
     kind = control.kind
     window, precision = len(value.significand), _FUSED.precision
 
@@ -425,7 +458,7 @@ def _rounded(m: Module, params: _FormatParameters, control, operands: _Operands,
     overflow = (value.exponent > params.max_exponent) | (biased_exponent >= params.exponent_ones)
 
     # ---- the special cases, highest priority first
-    u1, u2, ua = operands.multiplicand, operands.multiplier, operands.addend
+    u1, u2, ua = tag.multiplicand, tag.multiplier, tag.addend
     result = Signal(_FieldsLayout, name="result")
     ioc, ofc, ufc, ixc = (Signal(name=f"flag_{flag}") for flag in ("ioc", "ofc", "ufc", "ixc"))
     infinity_times_zero = (u1.infinity & u2.zero) | (u1.zero & u2.infinity)
@@ -434,17 +467,17 @@ def _rounded(m: Module, params: _FormatParameters, control, operands: _Operands,
     signed_product = u1.sign ^ u2.sign
     quiet_bit = 1 << (_FUSED.fraction_bits - 1)
     default_nan = [result.exponent.eq(params.exponent_ones), result.fraction.eq(quiet_bit)]
-    with m.If(ua.nan & ~operands.addend_signalling & infinity_times_zero
+    with m.If(ua.nan & ~tag.addend_signalling & infinity_times_zero
               & (kind == _Kind.MLA)):
         m.d.comb += [*default_nan, ioc.eq(1)]
-    with m.Elif(operands.any_nan):
+    with m.Elif(tag.any_nan):
         with m.If(control.dn):
             m.d.comb += default_nan
         with m.Else():
-            m.d.comb += [result.sign.eq(operands.nan_sign),
+            m.d.comb += [result.sign.eq(tag.nan_sign),
                          result.exponent.eq(params.exponent_ones),
-                         result.fraction.eq(operands.nan_fraction)]
-        m.d.comb += ioc.eq(operands.any_signalling)
+                         result.fraction.eq(tag.nan_fraction)]
+        m.d.comb += ioc.eq(tag.any_signalling)
     with m.Elif(infinity_times_zero & (kind == _Kind.MULX)):
         m.d.comb += [result.sign.eq(signed_product), result.exponent.eq(params.bias + 1)]
     with m.Elif(infinity_times_zero & (kind == _Kind.STEP)):
@@ -477,8 +510,20 @@ def _rounded(m: Module, params: _FormatParameters, control, operands: _Operands,
     m.d.comb += [final.eq(result), final.sign.eq(result.sign & ~control.absolute)]
     flags = Signal(8, name="flags")
     m.d.comb += flags.eq(Cat(ioc, Const(0, 1), ofc, ufc, ixc, Const(0, 2),
-                             operands.input_denormal))
+                             tag.input_denormal))
     return final, flags
+
+
+def _element_bytes(m: Module, esize_log2: Value, index: Value, max_bytes_: int,
+                   name: str) -> Signal:
+    """One bit per byte of the vector: the byte is in element ``index``."""
+    element_bytes = Signal(max_bytes_, name=name)
+    with m.Switch(esize_log2):
+        for log2 in _FORMATS:
+            with m.Case(log2):
+                m.d.comb += element_bytes.eq(Cat(index == byte >> log2
+                                                 for byte in range(max_bytes_)))
+    return element_bytes
 
 
 def _packed(m: Module, esize_log2: Value, fields) -> Signal:
@@ -507,8 +552,8 @@ class VectorFpArith(VectorExecutionUnit):
     op : In(stream.Signature(VectorOpLayout))
         Accepted while the unit is idle.
     result : Out(stream.Signature(VectorResultLayout)), one transfer per ``op`` transfer,
-        ``SVL / esize`` cycles after it (FADDV: ``SVL / esize - 1``); the result registers
-        hold it until it is taken.
+        ``SVL / esize + 6`` cycles after it (FADDV: module documentation); the result
+        registers hold it until it is taken.
 
     Raises
     ------
@@ -538,6 +583,7 @@ class VectorFpArith(VectorExecutionUnit):
         last = Signal(range(maxb))      # index of the last element (FADDV: of the level's)
         index = Signal(range(maxb))
         busy = Signal()
+        waiting = Signal()              # the level's elements are issued, its results not written
         fpsr = Signal(8)
 
         new_control = Signal(_ControlLayout)
@@ -575,7 +621,7 @@ class VectorFpArith(VectorExecutionUnit):
         m.d.comb += first_count.eq(Mux(op == Op.FP_ADDV, Const(1, 16) << count_log2 >> 1,
                                        Const(1, 16) << count_log2))
 
-        # ---- one element per cycle: the element operands at `index`
+        # ---- one element issued per cycle: the element operands at `index`
         params = _format_parameters(m, esize_log2)
         flush = Mux(params.is_fp16, control.fz16, control.fz)
         pair_first = Mux(control.reduction, index << 1, index)[:len(index) + 1]
@@ -600,31 +646,55 @@ class VectorFpArith(VectorExecutionUnit):
                              _unpacked(m, params, first_element, flush, "first_unpacked"),
                              second_source,
                              _unpacked(m, params, third_element, flush, "third_unpacked"),
-                             flush)
+                             flush, _TagLayout(maxb))
         # FSCALE's power: the second element as a signed integer.
         power = Signal(signed(_WORD_BITS))
         with m.Switch(esize_log2):
             for log2, fmt in _FORMATS.items():
                 with m.Case(log2):
                     m.d.comb += power.eq(second_element[:fmt.width].as_signed())
-        value = _fused(m, control, operands.multiplicand, operands.multiplier, operands.addend,
-                       power, params.min_exponent)
-        result, step_flags = _rounded(m, params, control, operands, value, flush)
+        tag = Signal(_TagLayout(maxb))
+        m.d.comb += [tag.eq(operands.tag), tag.index.eq(index),
+                     tag.active.eq(control.reduction | (active & _element_bytes(
+                         m, esize_log2, index, maxb, "issued_bytes")).any())]
+
+        # ---- the pipeline: a register after each step, every step one cycle
+        def stage(prefix, **values):
+            registers = []
+            for name, value in values.items():
+                registers.append(Signal(value.shape(), name=f"{prefix}_{name}"))
+                m.d.sync += registers[-1].eq(value)
+            return registers
+
+        issuing = Signal()      # an element enters the pipeline this cycle
+        m_valid, m_tag, m_multiplicand, m_multiplier, m_addend, m_power = stage(
+            "m", valid=issuing, tag=tag, multiplicand=operands.multiplicand,
+            multiplier=operands.multiplier, addend=operands.addend,
+            power=_clamped_power(m, control, power))
+        product_term, addend_term = _product_terms(m, m_multiplicand, m_multiplier, m_addend,
+                                                   m_power)
+        a_valid, a_tag, a_product, a_addend = stage(
+            "a", valid=m_valid, tag=m_tag, product=product_term, addend=addend_term)
+        n_valid, n_tag, n_sum = stage("n", valid=a_valid, tag=a_tag,
+                                      sum=_exact_sum(m, control, a_product, a_addend))
+        o_valid, o_tag, o_value = stage(
+            "o", valid=n_valid, tag=n_tag,
+            value=normalized_sum(m, n_sum, params.min_exponent, _NORMALIZED_BITS))
+        result, step_flags = _rounded(m, params, control, o_tag, o_value, flush)
         packed = _packed(m, esize_log2, result)
-        # The bytes of the element at `index`.
-        element_bytes = Signal(maxb)
-        with m.Switch(esize_log2):
-            for log2 in _FORMATS:
-                with m.Case(log2):
-                    m.d.comb += element_bytes.eq(Cat(index == byte >> log2
-                                                     for byte in range(maxb)))
-        element_active = control.reduction | (active & element_bytes).any()
-        new_work = Cat(Mux(element_bytes[byte], packed.word_select(byte % 8, 8),
+        written_bytes = _element_bytes(m, esize_log2, o_tag.index, maxb, "written_bytes")
+        new_work = Cat(Mux(written_bytes[byte], packed.word_select(byte % 8, 8),
                            work.word_select(byte, 8))
                        for byte in range(maxb))
+        with m.If(o_valid):
+            m.d.sync += [work.eq(new_work),
+                         fpsr.eq(fpsr | Mux(o_tag.active, step_flags, 0))]
+        in_flight = m_valid | a_valid | n_valid | o_valid
 
-        # ---- sequencing
-        m.d.comb += self.op.ready.eq(~busy & ~self.result.valid)
+        # ---- sequencing: a level's elements one per cycle; FADDV's next level (whose
+        # elements are sums of this one's) once this one's results are all written
+        last_level = Signal()
+        m.d.comb += [issuing.eq(busy & ~waiting), self.op.ready.eq(~busy & ~self.result.valid)]
         with m.If(self.op.valid & self.op.ready):
             m.d.sync += [
                 control.eq(new_control), esize_log2.eq(decoded.esize_log2),
@@ -635,18 +705,21 @@ class VectorFpArith(VectorExecutionUnit):
                 second.eq(payload.second.as_value()), third.eq(payload.third.as_value()),
                 active.eq(new_active), lanes.eq(Mux(op == Op.FP_ADDV, payload.svl_mask,
                                                     new_active)),
-                last.eq(first_count - 1), index.eq(0), busy.eq(1), fpsr.eq(0),
+                last.eq(first_count - 1), index.eq(0), busy.eq(1), waiting.eq(0),
+                last_level.eq(0), fpsr.eq(0),
             ]
-        with m.If(busy):
-            m.d.sync += [work.eq(new_work), fpsr.eq(fpsr | Mux(element_active, step_flags, 0))]
+        with m.If(issuing):
             with m.If(index == last):
-                m.d.sync += index.eq(0)
-                with m.If(~control.reduction | (last == 0)):
-                    m.d.sync += [busy.eq(0), self.result.valid.eq(1)]
-                with m.Else():
-                    m.d.sync += last.eq(last >> 1)
+                m.d.sync += [index.eq(0), waiting.eq(1),
+                             last_level.eq(~control.reduction | (last == 0)),
+                             last.eq(last >> 1)]
             with m.Else():
                 m.d.sync += index.eq(index + 1)
+        with m.If(busy & waiting & ~in_flight):
+            with m.If(last_level):
+                m.d.sync += [busy.eq(0), self.result.valid.eq(1)]
+            with m.Else():
+                m.d.sync += waiting.eq(0)
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += self.result.valid.eq(0)
 
