@@ -25,7 +25,16 @@ from zatile.hw.soc.axi import axi4_lite_signature, axi4_signature
 from zatile.hw.soc.control import CONTROL_ADDRESS_WIDTH, AxiLiteControl
 from zatile.hw.soc.memory_master import ADDRESS_WIDTH, AxiMemoryMaster
 
-__all__ = ["ZaTileSoc"]
+__all__ = ["ZaTileSoc", "soc_signature"]
+
+
+def soc_signature(config) -> wiring.Signature:
+    """The ports of :class:`ZaTileSoc` for ``config`` (but its clock and reset)."""
+    return wiring.Signature({
+        "m_axi": Out(axi4_signature(ADDRESS_WIDTH, config.mem_data_width)),
+        "s_axil": In(axi4_lite_signature(CONTROL_ADDRESS_WIDTH)),
+        "irq": Out(1),
+    })
 
 
 class ZaTileSoc(ConfigComponent):
@@ -50,11 +59,7 @@ class ZaTileSoc(ConfigComponent):
 
     def __init__(self, config, library: ModuleLibrary | None = None):
         self._library = library
-        super().__init__(config, wiring.Signature({
-            "m_axi": Out(axi4_signature(ADDRESS_WIDTH, config.mem_data_width)),
-            "s_axil": In(axi4_lite_signature(CONTROL_ADDRESS_WIDTH)),
-            "irq": Out(1),
-        }))
+        super().__init__(config, soc_signature(config))
 
     def elaborate(self, platform):
         m = Module()
