@@ -76,20 +76,30 @@ def _cmd_fpga(args) -> int:
     # local (this and the next two): keeps `zatile --help` fast
     from zatile.hw.place_route import ECP5_DEVICES, DoesNotFit, PlaceRouteError
     from zatile.hw.synthesis import SynthesisError  # local: keeps `zatile --help` fast
-    from zatile.sw.fpga import REPORT_NAME, place_design  # local: keeps `zatile --help` fast
+    from zatile.sw.fpga import (BITSTREAM_NAME, REPORT_NAME,  # local: likewise
+                                check_board_options, place_design)
 
-    if args.device not in ECP5_DEVICES:
+    if args.device is not None and args.device not in ECP5_DEVICES:
         raise CliError(f"unknown ECP5 device '{args.device}' (known: "
                        f"{', '.join(ECP5_DEVICES)})")
     if not 1 <= args.frequency <= 1000:
         raise CliError(f"--frequency must be between 1 and 1000 MHz, not {args.frequency:g}")
-    output = _output_folder(args, f"for the Verilog, the nextpnr log and {REPORT_NAME}",
-                            [REPORT_NAME])
     config = _config(args)
+    if args.board is not None:
+        try:
+            check_board_options(config, args.board, design=args.design, device=args.device,
+                                package=args.package, frequency_mhz=args.frequency,
+                                ram_bytes=args.board_ram)
+        except (ImportError, ValueError) as error:
+            raise CliError(str(error)) from None
+    elif args.board_ram is not None:
+        raise CliError("--board-ram belongs to --board")
+    output = _output_folder(args, f"for the Verilog, the nextpnr log and {REPORT_NAME}",
+                            [REPORT_NAME, *([BITSTREAM_NAME] if args.board else [])])
     try:
         report = place_design(config, output, design=args.design, device=args.device,
                               package=args.package, frequency_mhz=args.frequency,
-                              seed=args.seed)
+                              seed=args.seed, board=args.board, board_ram_bytes=args.board_ram)
     except DoesNotFit as problem:
         sys.stderr.write(error_line(f"{problem} (report: {output / REPORT_NAME})"))
         return 1
@@ -97,12 +107,22 @@ def _cmd_fpga(args) -> int:
         first = str(problem).splitlines()[0]
         sys.stderr.write(error_line(f"{first} (log: {output / 'nextpnr.log'})"))
         return 1
-    clock = ", ".join(f"{clock} {mhz:.1f} MHz" for clock, mhz in report["fmax_mhz"].items())
-    print(f"{report['toplevel']} on {args.device} {args.package}: {report['LUT4']:,} LUT4, "
-          f"{report['FF']:,} FF, {report['MULT18X18D']} MULT18X18D, {report['DP16KD']} DP16KD; "
-          f"Fmax {clock} (constraint {args.frequency:g} MHz"
-          f"{'' if report['timing_met'] else ', not met'})")
+    if args.board is None:
+        clock = ", ".join(f"{clock} {mhz:.1f} MHz" for clock, mhz in report["fmax_mhz"].items())
+        timing = (f"{clock} (constraint {args.frequency:g} MHz"
+                  f"{'' if report['timing_met'] else ', not met'})")
+        where = f"{report['device']} {report['package']}"
+    else:
+        engine = report["engine_clock"]
+        timing = (f"engine clock {engine['fmax_mhz']:.1f} MHz (PLL {engine['constraint_mhz']:g}"
+                  f" MHz{'' if engine['timing_met'] else ', not met'})" if engine else
+                  "engine clock not reported")
+        where = f"{args.board} ({report['device']} {report['package']})"
+    print(f"{report['toplevel']} on {where}: {report['LUT4']:,} LUT4, {report['FF']:,} FF, "
+          f"{report['MULT18X18D']} MULT18X18D, {report['DP16KD']} DP16KD; Fmax {timing}")
     print(output / REPORT_NAME)
+    if args.board is not None:
+        print(report["bitstream"])
     return 0
 
 
@@ -137,15 +157,23 @@ def register(commands) -> None:
     fpga.add_argument("--design", default="soc", choices=_design_names(), metavar="DESIGN",
                       help="soc (the AXI SoC wrapper, default), engine, or one unit alone: "
                            + ", ".join(_design_names()[2:]))
-    fpga.add_argument("--device", default="LFE5U-85F", help="ECP5 part (default LFE5U-85F)")
-    fpga.add_argument("--package", default="CABGA381", help="package (default CABGA381)")
+    fpga.add_argument("--device", help="ECP5 part (default LFE5U-85F, or the board's)")
+    fpga.add_argument("--package", help="package (default CABGA381, or the board's)")
     fpga.add_argument("--frequency", type=float, default=100.0, metavar="MHZ",
-                      help="clock constraint for nextpnr (default 100)")
+                      help="clock constraint for nextpnr; with --board, the engine clock the "
+                           "board's PLL makes (default 100)")
+    fpga.add_argument("--board", metavar="BOARD",
+                      help="place the soc design on a board's pins in its board top (PLL, USB "
+                           "serial to the control port, on-chip RAM) and write a bitstream: "
+                           "ulx3s (ULX3S 85F) or ecpix5 (ECPIX-5 85F)")
+    fpga.add_argument("--board-ram", type=positive_count, metavar="BYTES",
+                      help="the board top's on-chip RAM (a power of two; default 16384)")
     fpga.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
     fpga.add_argument("-o", "--output", required=True, metavar="DIR",
-                      help="folder for the Verilog, nextpnr.log and zatile_fpga.json (created)")
+                      help="folder for the Verilog, nextpnr.log, zatile_fpga.json and the "
+                           "bitstream (created)")
     fpga.add_argument("--force", action="store_true",
-                      help="overwrite a report the folder already has")
+                      help="overwrite a report (or bitstream) the folder already has")
     fpga.set_defaults(run=_cmd_fpga)
 
 
